@@ -1,0 +1,88 @@
+"""Run a coroutine to completion from sync code, also inside Jupyter's running event loop.
+
+`asyncio.run` refuses to start while a loop is running in the thread (always the case in a
+notebook kernel), and `nest_asyncio` patches asyncio globally. Instead, when a loop is
+running, the coroutine runs on a fresh loop in a helper thread and this thread waits for it.
+A KeyboardInterrupt (the notebook's interrupt button, Ctrl-C) while waiting is forwarded to
+the coroutine as cancellation, and we still wait for it to wind down, so it can save its
+work and return a partial result instead of dying half-way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Coroutine, TypeVar
+
+T = TypeVar("T")
+
+
+def loop_is_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` and return its result, whether or not this thread has a running loop."""
+    if not loop_is_running():
+        return _run_here(coro)
+    return _run_in_thread(coro)
+
+
+def _run_here(coro: Coroutine[Any, Any, T]) -> T:
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(coro)
+    try:
+        while True:
+            try:
+                return loop.run_until_complete(task)
+            except KeyboardInterrupt:
+                # Cancel the task and let it finish its own cleanup (save, mark cancelled).
+                task.cancel()
+    finally:
+        _shutdown(loop)
+
+
+def _run_in_thread(coro: Coroutine[Any, Any, T]) -> T:
+    box: dict[str, Any] = {}
+    ready = threading.Event()
+    loop = asyncio.new_event_loop()
+
+    def target() -> None:
+        asyncio.set_event_loop(loop)
+        task = loop.create_task(coro)
+        box["task"] = task
+        ready.set()
+        try:
+            box["result"] = loop.run_until_complete(task)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+        finally:
+            _shutdown(loop)
+
+    thread = threading.Thread(target=target, name="evalnb-run", daemon=True)
+    thread.start()
+    ready.wait()
+    while thread.is_alive():
+        try:
+            thread.join(0.1)
+        except KeyboardInterrupt:
+            loop.call_soon_threadsafe(box["task"].cancel)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def _shutdown(loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()

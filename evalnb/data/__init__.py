@@ -1,0 +1,12 @@
+"""Datasets: the local file store, URL safety checks and ``load_rows``.
+
+``datasets`` (Hugging Face) and ``httpx`` are imported only when a load needs them.
+"""
+
+from __future__ import annotations
+
+from evalnb.data.files import upload, path_for
+from evalnb.data.loaders import load_rows
+from evalnb.data.urls import check_public_url
+
+__all__ = ["check_public_url", "load_rows", "path_for", "upload"]

@@ -1,0 +1,113 @@
+"""``load_rows``: one entry point from any dataset declaration to a list of row dicts.
+
+A declaration is the manifest's model or a plain dict; only its fields are read, so this
+module does not depend on the manifest's class names. The kind is decided by its fields:
+``file_id`` → the file store; ``source: huggingface`` or any Hugging Face-only field →
+Hugging Face; ``format``, or a ``path`` ending in ``.jsonl``/``.ndjson``/``.csv``/``.json`` →
+a local file relative to the manifest's folder; any other ``path`` → Hugging Face.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from evalnb.data import files
+from evalnb.data.huggingface import HFSpec, load_huggingface
+from evalnb.data.readers import infer_format, read_file
+from evalnb.errors import DatasetError
+from evalnb.home import evalnb_home
+
+Kind = Literal["file", "local", "huggingface"]
+HF_ONLY_FIELDS = ("name", "split", "revision", "max_rows", "dataset_kwargs", "data_files")
+LOCAL_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".json")
+
+
+def load_rows(
+    dataset: Any,
+    *,
+    base_dir: Path | None = None,
+    task_id: str,
+    default_split: str = "test",
+    allow_private_hosts: bool = False,
+    limit: int | None = None,
+    cache_dir: Path | None = None,
+) -> list[dict]:
+    """Load a task's rows (at most ``limit``); errors are DatasetError naming task, file and line.
+
+    ``default_split`` applies when the declaration has no ``split`` (few-shot callers pass
+    "train"). ``allow_private_hosts`` lets tests serve ``data_files`` from 127.0.0.1.
+    ``cache_dir`` is the ``datasets`` cache, by default ``<evalnb home>/hf-cache``.
+    """
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise DatasetError(f"task {task_id!r}: limit must be a non-negative integer (found {limit!r})")
+    kind = dataset_kind(dataset)
+    if kind == "file":
+        return _load_file_store(dataset, task_id, limit)
+    if kind == "local":
+        return _load_local(dataset, base_dir, task_id, limit)
+    spec = HFSpec(
+        path=_get(dataset, "path"),
+        split=_get(dataset, "split") or default_split,
+        name=_get(dataset, "name"),
+        revision=_get(dataset, "revision"),
+        max_rows=_get(dataset, "max_rows"),
+        dataset_kwargs=_get(dataset, "dataset_kwargs") or {},
+        data_files=_get(dataset, "data_files"),
+    )
+    return load_huggingface(
+        spec,
+        base_dir=base_dir,
+        task_id=task_id,
+        allow_private_hosts=allow_private_hosts,
+        limit=limit,
+        cache_dir=cache_dir or evalnb_home() / "hf-cache",
+    )
+
+
+def dataset_kind(dataset: Any) -> Kind:
+    """Which loader a declaration needs (see the module docstring for the rule)."""
+    if _get(dataset, "file_id") is not None:
+        return "file"
+    if str(_get(dataset, "source") or "").lower() == "huggingface":
+        return "huggingface"
+    if any(_get(dataset, key) is not None for key in HF_ONLY_FIELDS):
+        return "huggingface"
+    path = _get(dataset, "path")
+    if _get(dataset, "format") is not None or (isinstance(path, str) and Path(path).suffix.lower() in LOCAL_SUFFIXES):
+        return "local"
+    return "huggingface"
+
+
+def _load_file_store(dataset: Any, task_id: str, limit: int | None) -> list[dict]:
+    file_id = _get(dataset, "file_id")
+    try:
+        path = files.path_for(file_id)
+        fmt = files.file_format(file_id, _get(dataset, "format"))
+        filename = files.info(file_id)["filename"]
+    except DatasetError as exc:
+        raise DatasetError(f"task {task_id!r}: {exc}") from None
+    return read_file(path, fmt, source=f"task {task_id!r}: {filename} ({file_id})", limit=limit)
+
+
+def _load_local(dataset: Any, base_dir: Path | None, task_id: str, limit: int | None) -> list[dict]:
+    given = _get(dataset, "path")
+    if not isinstance(given, str) or not given:
+        raise DatasetError(f"task {task_id!r}: the dataset needs a `file_id` or a `path`")
+    path = Path(given).expanduser()
+    if not path.is_absolute():
+        path = (base_dir or Path.cwd()) / path
+    path = path.resolve()
+    if not path.is_file():
+        raise DatasetError(f"task {task_id!r}: dataset file not found: {path}")
+    fmt = _get(dataset, "format") or infer_format(path.name)
+    if fmt is None:
+        raise DatasetError(f"task {task_id!r}: cannot infer the format of {given!r}; set format to 'jsonl' or 'csv'")
+    return read_file(path, fmt, source=f"task {task_id!r}: {given}", limit=limit)
+
+
+def _get(dataset: Any, key: str) -> Any:
+    """A field of a manifest model or a plain dict (None when absent)."""
+    if isinstance(dataset, dict):
+        return dataset.get(key)
+    return getattr(dataset, key, None)

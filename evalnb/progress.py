@@ -1,0 +1,196 @@
+"""Live run progress: counters the runner updates, and the displays that read them.
+
+The runner only bumps counters on `RunProgress` (cheap, no I/O). A display polls those
+counters on a timer (every 0.25 s), so a 20,000-samples/s run does not pay for drawing.
+In a notebook the display is an ipywidgets panel (one bar per model, a Stop button);
+in a terminal it is one plain text line on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass
+class ModelProgress:
+    """What one candidate model has done so far in this run."""
+
+    label: str
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    reused: int = 0
+    in_flight: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    rate_limit_wait_s: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    metric: str | None = None
+    metric_sum: float = 0.0
+    metric_n: int = 0
+
+    @property
+    def metric_mean(self) -> float | None:
+        return self.metric_sum / self.metric_n if self.metric_n else None
+
+    def describe(self) -> str:
+        parts = [f"{self.done}/{self.total}"]
+        if self.in_flight:
+            parts.append(f"{self.in_flight} in flight")
+        if self.reused:
+            parts.append(f"{self.reused} reused")
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        if self.retries:
+            parts.append(f"{self.retries} retries")
+        if self.rate_limited:
+            parts.append(f"429 x{self.rate_limited} ({self.rate_limit_wait_s:.1f}s waited)")
+        if self.metric_mean is not None:
+            parts.append(f"{self.metric}={self.metric_mean:.3f}")
+        tokens = self.input_tokens + self.output_tokens
+        if tokens:
+            parts.append(f"{tokens:,} tok")
+        return ", ".join(parts)
+
+
+@dataclass
+class RunProgress:
+    """Counters for a whole run, one `ModelProgress` per candidate model."""
+
+    run_id: str = ""
+    models: dict[str, ModelProgress] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+    status: str = "in_progress"
+    stop_requested: bool = False
+
+    def model(self, label: str) -> ModelProgress:
+        mp = self.models.get(label)
+        if mp is None:
+            mp = self.models[label] = ModelProgress(label)
+        return mp
+
+    @property
+    def done(self) -> int:
+        return sum(m.done for m in self.models.values())
+
+    @property
+    def total(self) -> int:
+        return sum(m.total for m in self.models.values())
+
+
+class TextDisplay:
+    """One progress line on stderr, rewritten in place when stderr is a terminal."""
+
+    def __init__(self, progress: RunProgress, stream: Any = None):
+        self.progress = progress
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._last_line = ""
+        self._last_print = 0.0
+
+    def update(self, final: bool = False) -> None:
+        p = self.progress
+        elapsed = time.monotonic() - p.started
+        rate = p.done / elapsed if elapsed > 0 else 0.0
+        models = " | ".join(f"{m.label}: {m.describe()}" for m in p.models.values())
+        line = f"[evalnb {p.run_id[-8:]}] {p.done}/{p.total} ({rate:.0f}/s) {models}"
+        if final:
+            line += f" — {p.status} in {elapsed:.1f}s"
+        if self.tty:
+            self.stream.write("\r" + line.ljust(len(self._last_line)) + ("\n" if final else ""))
+        elif final or time.monotonic() - self._last_print > 5:
+            # Not a terminal (a log file, CI): print a line every few seconds, not every tick.
+            self.stream.write(line + "\n")
+            self._last_print = time.monotonic()
+        self.stream.flush()
+        self._last_line = line
+
+    def close(self) -> None:
+        self.update(final=True)
+
+
+class WidgetDisplay:
+    """An ipywidgets panel: a bar and a status line per model, and a Stop button."""
+
+    def __init__(self, progress: RunProgress, on_stop: Callable[[], None] | None = None):
+        import ipywidgets as w
+
+        self.progress = progress
+        self._w = w
+        self.title = w.HTML()
+        self.stop_button = w.Button(description="Stop", button_style="warning", icon="stop")
+        self.stop_button.on_click(lambda _b: self._stop(on_stop))
+        self.rows: dict[str, tuple[Any, Any]] = {}
+        self.body = w.VBox()
+        self.panel = w.VBox([w.HBox([self.title, self.stop_button]), self.body])
+        self.panel.add_class("evalnb-progress")
+        self.update()
+
+    def _stop(self, on_stop: Callable[[], None] | None) -> None:
+        self.progress.stop_requested = True
+        self.stop_button.disabled = True
+        self.stop_button.description = "Stopping…"
+        if on_stop is not None:
+            on_stop()
+
+    def _row(self, label: str) -> tuple[Any, Any]:
+        row = self.rows.get(label)
+        if row is None:
+            bar = self._w.IntProgress(min=0, max=1, description=label[:24], bar_style="info")
+            text = self._w.HTML()
+            row = self.rows[label] = (bar, text)
+            self.body.children = tuple(self._w.HBox(list(r)) for r in self.rows.values())
+        return row
+
+    def update(self, final: bool = False) -> None:
+        p = self.progress
+        elapsed = time.monotonic() - p.started
+        self.title.value = (
+            f"<b>evalnb run</b> <code>{p.run_id}</code> — {p.status}, "
+            f"{p.done}/{p.total} samples, {elapsed:.1f}s"
+        )
+        for m in p.models.values():
+            bar, text = self._row(m.label)
+            bar.max = max(m.total, 1)
+            bar.value = m.done
+            if final:
+                bar.bar_style = "danger" if m.failed else "success"
+            text.value = f"<span style='font-family:monospace'>{m.describe()}</span>"
+        if final:
+            self.stop_button.disabled = True
+            self.stop_button.description = p.status
+
+    def close(self) -> None:
+        self.update(final=True)
+
+
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (where widgets can render)."""
+    shell_mod = sys.modules.get("IPython")
+    if shell_mod is None:
+        return False
+    try:
+        shell = shell_mod.get_ipython()
+    except Exception:
+        return False
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def make_display(progress: RunProgress, mode: bool | str | None, on_stop=None):
+    """Pick a display: widgets in a notebook, a text line elsewhere, nothing when off."""
+    if mode is False or mode == "none":
+        return None
+    if mode == "text" or (mode in (True, None) and not in_notebook()):
+        return TextDisplay(progress)
+    try:
+        display_obj = WidgetDisplay(progress, on_stop=on_stop)
+    except ImportError:
+        return TextDisplay(progress)
+    from IPython.display import display
+
+    display(display_obj.panel)
+    return display_obj
