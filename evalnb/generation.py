@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError
 from pydantic_core import InitErrorDetails
 
+from evalnb._validation import ManifestModel, manifest_error, problem, show_value, union_message
 from evalnb.errors import ManifestError
-from evalnb.manifest import ManifestModel, manifest_error, problem, show_value, union_message
 
 __all__ = [
     "Generation",

@@ -46,13 +46,14 @@ class Item:
     def as_grader_item(self) -> dict[str, Any]:
         """The `item` dict a grader receives (SPEC Decisions: row fields + rendered fields)."""
         item = dict(self.row)
-        item.update(
-            target=self.target,
-            prompt=self.prompt,
-            choices=self.choices,
-            sample_index=self.index,
-            row=self.row,
-        )
+        item["target"] = self.target
+        item["prompt"] = self.prompt
+        # A task without choices leaves a row's own `choices` in place, as templates do (and
+        # as evalnb.grading.make_item does).
+        if self.choices is not None or "choices" not in item:
+            item["choices"] = self.choices
+        item["sample_index"] = self.index
+        item["row"] = self.row
         return item
 
 
@@ -77,15 +78,19 @@ def suite_items(
     from evalnb.data.loaders import load_rows
 
     task = suite.task(task_id)
-    preprocess = preprocess or default_preprocessor
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise ValueError(f"task {task.id!r}: limit must be a non-negative integer (found {limit!r})")
     fewshot = task.effective_fewshot
     count = fewshot.count if fewshot else 0
     separate_pool = bool(fewshot and fewshot.dataset is not None)
 
-    # Read no more rows than the items asked for need. A preprocessor may drop or add rows,
-    # so with one we read everything; own-dataset random few-shot needs the whole pool too.
+    # Read no more rows than the items asked for need. A preprocessor (the task's, or one
+    # passed in) may drop or add rows, so with one we read everything; own-dataset random
+    # few-shot needs the whole pool too.
+    has_preprocessor = preprocess is not None or task.preprocess is not None
+    preprocess = preprocess or default_preprocessor
     read_limit = None
-    if limit is not None and task.preprocess is None:
+    if limit is not None and not has_preprocessor:
         if count == 0 or separate_pool:
             read_limit = limit
         elif fewshot.strategy == "first":

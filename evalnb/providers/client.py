@@ -1,0 +1,293 @@
+"""`ModelClient`: one model's calls — request, retries, rate limits, empty-output retries.
+
+The policy lives elsewhere (`retry` decides delays, `aimd` the concurrency, `build`/`parse` the
+JSON); this module is the loop that applies it to real HTTP calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import httpx
+
+from evalnb.errors import ProviderError
+from evalnb.providers.aimd import AdaptiveLimit
+from evalnb.providers.bridge import chat_to_responses, responses_to_chat
+from evalnb.providers.build import build_chat_request, build_responses_request, canonical
+from evalnb.providers.model import Model
+from evalnb.providers.parse import (
+    BadReply,
+    decode_json,
+    error_message,
+    parse_chat,
+    parse_responses,
+    responses_output_text,
+)
+from evalnb.providers.pool import ClientPool
+from evalnb.providers.retry import DEFAULT_BASE_S, DEFAULT_CAP_S, is_retryable_status, next_delay
+
+EventHook = Callable[[str, dict[str, Any]], None]
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_MAX_RETRIES = 2
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One finished candidate call.
+
+    ``latency_s`` is the wall time of the whole call, retries and waits included;
+    ``usage`` and ``response_id`` are the final reply's. ``attempts`` counts HTTP requests;
+    ``retries`` those after failures (429s included), ``empty_retries`` those after empty outputs.
+    """
+
+    text: str
+    usage: dict[str, int] | None
+    response_id: str | None
+    latency_s: float
+    attempts: int = 1
+    retries: int = 0
+    empty_retries: int = 0
+    rate_limit_wait_s: float = 0.0
+
+
+class _Failure(NamedTuple):
+    status: int | None  # None: no HTTP reply (connection error, timeout)
+    headers: Mapping[str, str] | None
+    message: str
+    retryable: bool
+
+
+class _Stats:
+    __slots__ = ("attempts", "retries", "waited")
+
+    def __init__(self) -> None:
+        self.attempts = self.retries = 0
+        self.waited = 0.0
+
+
+class ModelClient:
+    """Calls one `Model`, retrying what is worth retrying, and never leaking its key.
+
+    ``limit`` (an `AdaptiveLimit`, usually shared by all of a model's calls in a run) bounds
+    calls in flight and shrinks on 429s; ``pool`` shares connections across clients (one
+    `ClientPool` per run) — without one the client makes its own; close it with `aclose` or
+    ``async with``. ``on_event(kind, info)`` is told about each ``"retry"`` (errors other than
+    429), ``"rate_limited"`` (a 429 about to be waited out) and ``"empty_retry"``.
+    ``backoff_base``/``backoff_cap`` shape the jittered exponential backoff (tests use tiny
+    values); ``timeout_seconds``/``max_retries`` are the defaults for calls whose generation
+    settings do not say (embeddings, grader-bridge calls).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        limit: AdaptiveLimit | None = None,
+        pool: ClientPool | None = None,
+        on_event: EventHook | None = None,
+        backoff_base: float = DEFAULT_BASE_S,
+        backoff_cap: float = DEFAULT_CAP_S,
+        timeout_seconds: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        rng: random.Random | None = None,
+    ):
+        if not isinstance(model, Model):
+            raise TypeError(f"ModelClient needs a Model, got {type(model).__name__}")
+        self.model = model
+        self.limit = limit
+        self._own_pool = pool is None
+        self.pool = pool or ClientPool(max_connections=limit.maximum if limit else 32)
+        self.on_event = on_event
+        self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
+        self.timeout_seconds, self.max_retries = timeout_seconds, max_retries
+        self._rng = rng or random.Random()
+
+    # ---- public calls ---------------------------------------------------------------------
+    async def complete(self, prompt: str, gen: dict[str, Any] | None = None) -> Completion:
+        """Ask the model about `prompt` with canonical generation settings `gen`.
+
+        Raises `ProviderError` (status, server message; never the key) once retries are spent.
+        An output still empty after ``max_empty_retries`` extra calls is returned as it is.
+        """
+        g = canonical(gen)
+        timeout_s = float(g.get("timeout_seconds", self.timeout_seconds))
+        max_retries = int(g.get("max_retries", self.max_retries))
+        max_empty = int(g.get("max_empty_retries", 0))
+        if self.model.api == "chat":
+            path, parse = "/chat/completions", parse_chat
+            body = build_chat_request(self.model.name, prompt, g, is_openai=self.model.is_openai)
+        else:
+            path, parse = "/responses", parse_responses
+            body = build_responses_request(self.model.name, prompt, g, is_openai=self.model.is_openai)
+        started = time.perf_counter()
+        stats = _Stats()
+        empty_retries = 0
+        while True:
+            reply = await self._call(path, body, parse, timeout_s, max_retries, stats)
+            if not _is_empty(reply.text) or empty_retries >= max_empty:
+                break
+            empty_retries += 1
+            self._emit("empty_retry", {"attempt": stats.attempts, "empty_retries": empty_retries})
+        return Completion(
+            text=reply.text,
+            usage=reply.usage,
+            response_id=reply.response_id,
+            latency_s=time.perf_counter() - started,
+            attempts=stats.attempts,
+            retries=stats.retries,
+            empty_retries=empty_retries,
+            rate_limit_wait_s=stats.waited,
+        )
+
+    async def embeddings(self, input: str | list[str], **params: Any) -> dict[str, Any]:
+        """``POST /embeddings`` for this model (``params``: ``dimensions``, ``encoding_format``...)."""
+        body = {**params, "input": input, "model": self.model.name}
+        return await self._call("/embeddings", body, _check_embeddings, self.timeout_seconds,
+                                self.max_retries, _Stats())
+
+    async def responses_raw(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Send a full Responses request as given (``model`` replaced by this model's name).
+
+        For the grader bridge: returns the Responses object with ``output_text`` always set.
+        A chat-only model (``api="chat"``) gets the request translated to chat and the reply
+        translated back.
+        """
+        if not isinstance(request, dict):
+            raise ProviderError("a Responses request must be a JSON object", status=None)
+        body = {k: v for k, v in request.items() if k not in ("stream", "stream_options")}
+        body["model"] = self.model.name
+        if self.model.api == "chat":
+            chat = responses_to_chat(body, self.model.name, is_openai=self.model.is_openai)
+            return await self._call("/chat/completions", chat, _chat_as_responses,
+                                    self.timeout_seconds, self.max_retries, _Stats())
+        return await self._call("/responses", body, _with_output_text, self.timeout_seconds,
+                                self.max_retries, _Stats())
+
+    async def aclose(self) -> None:
+        """Close the connection pool if this client made its own."""
+        if self._own_pool:
+            await self.pool.aclose()
+
+    async def __aenter__(self) -> ModelClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"ModelClient({self.model!r})"
+
+    # ---- the retry loop -------------------------------------------------------------------
+    async def _call(self, path: str, body: dict[str, Any], parse: Callable[[Any], Any],
+                    timeout_s: float, max_retries: int, stats: _Stats) -> Any:
+        headers = self.model.request_headers()
+        secrets = self.model.secrets()
+        if self.model.is_openai and "Authorization" not in headers:
+            raise ProviderError(
+                f"{self.model.label}: no API key; set {self.model.key_env} or pass api_key=",
+                status=None, retryable=False)
+        url = f"{self.model.base_url}{path}"
+        client = self.pool.client(self.model.base_url or "")
+        retries = 0
+        while True:
+            stats.attempts += 1
+            token = await self.limit.acquire() if self.limit is not None else 0
+            try:
+                result = await self._attempt(client, url, body, headers, timeout_s, parse)
+            except BaseException:  # cancelled: free the slot, say nothing about the rate
+                if self.limit is not None:
+                    self.limit.release(token, "error")
+                raise
+            if not isinstance(result, _Failure):
+                if self.limit is not None:
+                    self.limit.release(token, "ok")
+                return result
+            limited = result.status == 429
+            outcome = "rate_limited" if limited else "error"
+            if not result.retryable or retries >= max_retries:
+                if self.limit is not None:
+                    self.limit.release(token, outcome)
+                tries = f" (after {stats.attempts} attempts)" if stats.attempts > 1 else ""
+                message = redact(f"{self.model.label}: {result.message}{tries}", secrets)
+                raise ProviderError(message, status=result.status, retryable=result.retryable)
+            delay = next_delay(retries, result.status, result.headers, self._rng, now=time.time(),
+                               base=self.backoff_base, cap=self.backoff_cap)
+            if self.limit is not None:
+                self.limit.release(token, outcome, wait_s=delay if limited else 0.0)
+            retries += 1
+            stats.retries += 1
+            if limited:
+                stats.waited += delay
+            info = {"attempt": stats.attempts, "status": result.status, "delay_s": delay,
+                    "error": redact(result.message, secrets)}
+            self._emit("rate_limited" if limited else "retry", info)
+            await asyncio.sleep(delay)
+
+    async def _attempt(self, client: httpx.AsyncClient, url: str, body: dict[str, Any],
+                       headers: dict[str, str], timeout_s: float,
+                       parse: Callable[[Any], Any]) -> Any:
+        """One HTTP request: the parsed reply, or a `_Failure` saying whether to retry."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                resp = await client.post(url, json=body, headers=headers, timeout=timeout_s)
+        except (TimeoutError, httpx.TimeoutException):
+            return _Failure(None, None, f"timed out after {timeout_s:g}s", True)
+        except httpx.RequestError as exc:
+            detail = str(exc) or type(exc).__name__
+            return _Failure(None, None, f"connection error ({type(exc).__name__}): {detail}", True)
+        status = resp.status_code
+        if 200 <= status < 300:
+            try:
+                return parse(decode_json(resp.content))
+            except BadReply as exc:
+                return _Failure(status, None, f"HTTP {status} with a bad reply: {exc}", True)
+        said = error_message(resp.content) or resp.reason_phrase or "no message"
+        return _Failure(status, resp.headers, f"HTTP {status}: {said}", is_retryable_status(status))
+
+    def _emit(self, kind: str, info: dict[str, Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(kind, {"model": self.model.label, **info})
+
+
+# ---- reply checks for the non-completion calls --------------------------------------------
+def _check_embeddings(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+        raise BadReply("reply is not an embeddings list")
+    return body
+
+
+def _with_output_text(body: Any) -> dict[str, Any]:
+    parse_responses(body)  # shape check (raises BadReply)
+    return {**body, "output_text": responses_output_text(body)}
+
+
+def _chat_as_responses(body: Any) -> dict[str, Any]:
+    return chat_to_responses(body)
+
+
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
+_SK = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """`text` with every secret (and anything that looks like a bearer token or key) masked."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    text = _BEARER.sub(r"\1[redacted]", text)
+    return _SK.sub("[redacted]", text)
+
+
+def _is_empty(text: str) -> bool:
+    """Empty after the `none` cleaning (the runner's definition), or blank if it is missing."""
+    try:
+        from evalnb.extraction import clean_output
+    except ImportError:
+        return not (text or "").strip()
+    return not clean_output(text)

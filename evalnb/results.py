@@ -1,0 +1,507 @@
+"""`RunResult`: one run's samples, scores and metrics as pandas DataFrames, and a compact report.
+
+A RunResult is a snapshot: it reads the store once, lazily (samples on first use), and
+`refresh()` reads it again. Metric definitions (id, aggregation, higher_is_better) come from
+the suite manifest stored with the run, read as a plain dict.
+
+Frames (pandas is imported only when one is built):
+- `samples`: one row per (task, model, item). Each score is a column named by its metric id
+  (`df["accuracy"].mean()`); a metric id that would clash with a fixed column (`target`,
+  `status`, ...) becomes `score:<id>`, and `metric_columns` maps ids to columns.
+- `scores`: long form (task_id, model, sample_index, metric, value), NaN = not scored; the
+  input of `evalnb.comparison` and `evalnb.plots`.
+- `metrics`: one row per (task, model, metric): n, n_failed, mean, stderr, 95% CI.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from evalnb.store import Store
+
+__all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
+
+# Fixed columns of `samples`; metric columns go between LEAD and TAIL.
+_LEAD = ("task_id", "model", "sample_index", "status", "prompt", "target", "output_text", "extracted_output")
+_TAIL = ("error", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row")
+SAMPLE_COLUMNS = _LEAD + _TAIL
+METRICS_COLUMNS = (
+    "task_id", "model", "metric", "n", "n_failed", "mean", "stderr", "ci_low", "ci_high",
+    "higher_is_better", "aggregation", "source", "error",
+)
+_SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
+
+
+def metric_specs(manifest: Mapping[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
+    """task id -> its metrics [{id, aggregation, higher_is_better}], as the manifest declares them.
+
+    A task without `metrics` gets its grader's `metric_id` (default "score") when the grader is
+    per-sample; an aggregate (batch) grader reports its own metrics, so it gets none here.
+    """
+    specs: dict[str, list[dict[str, Any]]] = {}
+    for task in (manifest or {}).get("tasks") or []:
+        declared = task.get("metrics") or []
+        grader = task.get("grader") or {}
+        execution = grader.get("execution") or ("aggregate" if grader.get("contract") == "batch" else "per_sample")
+        if declared:
+            found = [m if isinstance(m, Mapping) else {"id": str(m)} for m in declared]
+        elif execution == "aggregate":
+            found = []
+        else:
+            found = [{"id": grader.get("metric_id") or "score"}]
+        specs[task["id"]] = [
+            {"id": m["id"], "aggregation": m.get("aggregation") or "mean", "higher_is_better": m.get("higher_is_better", True)}
+            for m in found
+        ]
+    return specs
+
+
+def _as_score(value: Any) -> float:
+    """A stored score as float; bools are 0/1; None, NaN and anything non-numeric are NaN."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    return math.nan
+
+
+def _error_message(error: Any) -> str | None:
+    if error is None or isinstance(error, str):
+        return error
+    if isinstance(error, Mapping) and "message" in error:
+        return f"{error['type']}: {error['message']}" if error.get("type") else str(error["message"])
+    import json
+
+    return json.dumps(error, ensure_ascii=False)
+
+
+def _tokens(usage: Any, *names: str) -> Any:
+    if isinstance(usage, Mapping):
+        for name in names:
+            value = usage.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+class RunResult:
+    """The results of one run: `samples`, `scores` and `metrics` DataFrames, `paired`, `compare`.
+
+    `RunResult(store, run_id)` reads a stored run (`store` may also be a path, or None for the
+    default store); `RunResult.from_data(...)` wraps samples that never touched a store.
+    """
+
+    def __init__(self, store: Store | str | os.PathLike[str] | None, run_id: str) -> None:
+        from evalnb.store import Store
+
+        self._store = store if isinstance(store, Store) else Store(store)
+        self._run_id = run_id
+        self._sample_source: Iterable[Mapping[str, Any]] | None = None
+        self._load()
+
+    @classmethod
+    def from_data(
+        cls,
+        samples: Iterable[Mapping[str, Any]],
+        *,
+        run: Mapping[str, Any] | None = None,
+        manifest: Mapping[str, Any] | None = None,
+        task_metrics: Iterable[Mapping[str, Any]] | None = None,
+    ) -> RunResult:
+        """A result built from sample dicts (the store's shape); without a manifest every score
+        key becomes a metric (mean, higher is better)."""
+        self = cls.__new__(cls)
+        self._store = None
+        self._run = dict(run or {})
+        self._run_id = self._run.get("run_id")
+        self._manifest = dict(manifest) if manifest is not None else None
+        self._task_metrics = [dict(t) for t in task_metrics or []]
+        self._sample_source = list(samples)
+        return self
+
+    def _load(self) -> None:
+        from evalnb.store import UnknownSuiteError
+
+        assert self._store is not None
+        self._run = self._store.get_run(self._run_id)
+        try:
+            self._manifest = self._store.get_suite(self._run["suite_version"])
+        except UnknownSuiteError:
+            self._manifest = None
+        self._task_metrics = self._store.task_metrics(self._run_id)
+
+    def refresh(self) -> RunResult:
+        """Read the run again (for a run still in progress); returns self."""
+        if self._store is not None:
+            self._load()
+        for name in ("samples", "scores", "metrics", "metric_columns", "_frame"):
+            self.__dict__.pop(name, None)
+        return self
+
+    # ---- the run record -------------------------------------------------------------------------
+    @property
+    def run_id(self) -> str | None:
+        return self._run_id
+
+    @property
+    def status(self) -> str | None:
+        return self._run.get("status")
+
+    @property
+    def run(self) -> dict[str, Any]:
+        """The stored run record (models, generation, versions, counts, ...)."""
+        return dict(self._run)
+
+    @property
+    def models(self) -> list[str]:
+        """Model labels in run order (then any other label found in the samples)."""
+        labels = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
+        if self._sample_source is not None or "_frame" in self.__dict__:
+            seen = set(labels)
+            labels += sorted({m for m in self._frame[0]["model"].unique() if m not in seen})
+        return labels
+
+    @property
+    def task_ids(self) -> list[str]:
+        """Tasks in run order (the run's task_ids, else the manifest's order)."""
+        ids = self._run.get("task_ids") or list(metric_specs(self._manifest))
+        if self._manifest is None or "_frame" in self.__dict__:
+            seen = set(ids)
+            ids = list(ids) + sorted({t for t in self._frame[0]["task_id"].unique() if t not in seen})
+        return list(ids)
+
+    def _specs(self) -> dict[str, list[dict[str, Any]]]:
+        specs = metric_specs(self._manifest)
+        frame, columns = self._frame
+        for task in frame["task_id"].unique():
+            if task not in specs:  # no manifest entry: every score key found is a metric
+                keys = self._score_keys.get(task, [])
+                specs[task] = [{"id": k, "aggregation": "mean", "higher_is_better": True} for k in keys]
+        return specs
+
+    # ---- frames -----------------------------------------------------------------------------
+    @cached_property
+    def _frame(self) -> tuple[pd.DataFrame, dict[str, str]]:
+        """(samples frame, metric id -> column) built in one pass over the samples."""
+        import pandas as pd
+
+        source = self._sample_source
+        if source is None:
+            assert self._store is not None
+            source = self._store.iter_samples(self._run_id)
+        data: dict[str, list[Any]] = {c: [] for c in SAMPLE_COLUMNS}
+        score_dicts: list[Mapping[str, Any]] = []
+        keys_by_task: dict[str, dict[str, None]] = {}
+        for s in source:
+            for c in ("task_id", "model", "sample_index", "status", "prompt", "target", "output_text",
+                      "extracted_output", "latency_s", "response_id", "judge", "dataset_row"):
+                data[c].append(s.get(c))
+            data["error"].append(_error_message(s.get("error")))
+            usage = s.get("usage")
+            data["input_tokens"].append(_tokens(usage, "input_tokens", "prompt_tokens"))
+            data["output_tokens"].append(_tokens(usage, "output_tokens", "completion_tokens"))
+            scores = s.get("scores") if isinstance(s.get("scores"), Mapping) else {}
+            score_dicts.append(scores)
+            if scores:
+                keys_by_task.setdefault(s.get("task_id"), {}).update(dict.fromkeys(scores))
+        self._score_keys = {t: list(k) for t, k in keys_by_task.items()}
+
+        declared = [m["id"] for specs in metric_specs(self._manifest).values() for m in specs]
+        found = sorted({k for keys in keys_by_task.values() for k in keys} - set(declared))
+        metric_ids = list(dict.fromkeys(declared + found))
+        columns = {m: (f"score:{m}" if m in SAMPLE_COLUMNS else m) for m in metric_ids}
+
+        frame = pd.DataFrame({c: data[c] for c in _LEAD})
+        frame["sample_index"] = frame["sample_index"].astype("int64")
+        for metric, column in columns.items():
+            frame[column] = pd.Series([_as_score(d.get(metric)) for d in score_dicts], dtype="float64")
+        for c in _TAIL:
+            frame[c] = pd.Series(data[c], dtype="object")
+        frame["latency_s"] = pd.to_numeric(frame["latency_s"], errors="coerce").astype("float64")
+        for c in ("input_tokens", "output_tokens"):
+            frame[c] = frame[c].astype("Int64")
+        tasks = list(self._run.get("task_ids") or metric_specs(self._manifest))
+        tasks += sorted(set(frame["task_id"]) - set(tasks))
+        models = [m["label"] for m in self._run.get("models") or [] if isinstance(m, Mapping)]
+        models += sorted(set(frame["model"]) - set(models))
+        frame["task_id"] = pd.Categorical(frame["task_id"], categories=tasks, ordered=True)
+        frame["model"] = pd.Categorical(frame["model"], categories=models, ordered=True)
+        frame = frame.sort_values(["task_id", "model", "sample_index"], kind="stable").reset_index(drop=True)
+        frame["task_id"] = frame["task_id"].astype(str)
+        frame["model"] = frame["model"].astype(str)
+        return frame, columns
+
+    @cached_property
+    def samples(self) -> pd.DataFrame:
+        """One row per (task, model, item); see the module docstring for the columns."""
+        return self._frame[0]
+
+    @cached_property
+    def metric_columns(self) -> dict[str, str]:
+        """Metric id -> its column in `samples` (the id itself unless it clashed)."""
+        return dict(self._frame[1])
+
+    @cached_property
+    def scores(self) -> pd.DataFrame:
+        """Long form: one row per (sample, metric of its task); value NaN = not scored."""
+        import pandas as pd
+
+        frame, columns = self._frame
+        specs = self._specs()
+        parts = []
+        for task in self.task_ids:
+            ids = [m["id"] for m in specs.get(task, [])]
+            ids += [k for k in self._score_keys.get(task, []) if k not in ids]
+            rows = frame[frame["task_id"] == task]
+            for metric in ids:
+                part = rows[["task_id", "model", "sample_index"]].copy()
+                part["metric"] = metric
+                part["value"] = rows[columns[metric]].to_numpy() if metric in columns else math.nan
+                parts.append(part)
+        if not parts:
+            return pd.DataFrame({c: [] for c in _SCORE_COLUMNS}).astype({"value": "float64"})
+        table = pd.concat(parts, ignore_index=True)
+        return table.reset_index(drop=True)
+
+    @cached_property
+    def metrics(self) -> pd.DataFrame:
+        """One row per (task, model, metric): n, n_failed, mean, stderr, ci_low, ci_high, ...
+
+        Only completed samples count; `n` is how many have a value. `aggregation: "none"`
+        reports n alone. A batch grader's metrics replace same-named rows (source "batch",
+        no stderr or interval) and its error is shown on every row of that task and model.
+        """
+        import pandas as pd
+
+        from evalnb import stats
+
+        frame, columns = self._frame
+        specs = self._specs()
+        batch = {(t["task_id"], t["model"]): t for t in self._task_metrics}
+        batch_ids: dict[str, list[str]] = {}  # metric ids any model's batch grader reported, per task
+        for entry in self._task_metrics:
+            ids = batch_ids.setdefault(entry["task_id"], [])
+            ids.extend(k for k in entry.get("metrics") or {} if k not in ids)
+        groups = {key: part for key, part in frame.groupby(["task_id", "model"], sort=False)}
+        rows: list[dict[str, Any]] = []
+        for task in self.task_ids:
+            for model in self.models:
+                part = groups.get((task, model))
+                done = part[part["status"] == "completed"] if part is not None else None
+                n_failed = int((part["status"] == "failed").sum()) if part is not None else 0
+                entry = batch.get((task, model)) or {}
+                batch_values = entry.get("metrics") or {}
+                task_rows: dict[str, dict[str, Any]] = {}
+                for spec in specs.get(task, []):
+                    metric = spec["id"]
+                    values = done[columns[metric]].tolist() if done is not None and metric in columns else []
+                    summary = stats.summarize(values, aggregation=spec["aggregation"])
+                    task_rows[metric] = {
+                        "task_id": task, "model": model, "metric": metric, "n": summary.n, "n_failed": n_failed,
+                        "mean": _nan(summary.mean), "stderr": _nan(summary.stderr), "ci_low": _nan(summary.ci_low),
+                        "ci_high": _nan(summary.ci_high), "higher_is_better": bool(spec["higher_is_better"]),
+                        "aggregation": spec["aggregation"], "source": "samples", "error": None,
+                    }
+                hib = {s["id"]: bool(s["higher_is_better"]) for s in specs.get(task, [])}
+                for metric, value in batch_values.items():
+                    task_rows[metric] = {
+                        "task_id": task, "model": model, "metric": metric,
+                        "n": len(done) if done is not None else 0, "n_failed": n_failed,
+                        "mean": _nan(value if isinstance(value, (int, float)) else None), "stderr": math.nan,
+                        "ci_low": math.nan, "ci_high": math.nan, "higher_is_better": hib.get(metric, True),
+                        "aggregation": "mean", "source": "batch", "error": None,
+                    }
+                if entry.get("error"):
+                    # a batch grader that failed before reporting: show the metrics it gave other models
+                    for metric in ([] if task_rows else batch_ids.get(task) or ["score"]):
+                        task_rows[metric] = {
+                            "task_id": task, "model": model, "metric": metric, "n": 0, "n_failed": n_failed,
+                            "mean": math.nan, "stderr": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                            "higher_is_better": hib.get(metric, True), "aggregation": "mean", "source": "batch",
+                            "error": None,
+                        }
+                    for row in task_rows.values():
+                        row["error"] = entry["error"]
+                rows.extend(task_rows.values())
+        table = pd.DataFrame.from_records(rows, columns=list(METRICS_COLUMNS))
+        table["error"] = pd.Series([r["error"] for r in rows], dtype="object")
+        return table.astype({"n": "int64", "n_failed": "int64", "mean": "float64", "stderr": "float64",
+                             "ci_low": "float64", "ci_high": "float64", "higher_is_better": "bool"})
+
+    # ---- comparisons ----------------------------------------------------------------------------
+    def paired(
+        self,
+        model_a: str,
+        model_b: str,
+        *,
+        task_id: str | None = None,
+        metric: str | None = None,
+        n_resamples: int = 2000,
+        seed: int = 0,
+    ) -> pd.DataFrame:
+        """Per-task paired differences a - b on the items both models were scored on.
+
+        Bootstrap interval, t stderr and, for 0/1 metrics, exact McNemar (see
+        `evalnb.comparison.paired`); `metric=None` takes each task's first metric.
+        """
+        from evalnb.comparison import paired
+
+        return paired(self.scores, model_a, model_b, task_id=task_id, metric=metric, n_resamples=n_resamples, seed=seed)
+
+    def compare(self, **options: Any) -> go.Figure:
+        """The default Plotly comparison: metric by model with 95% intervals (`evalnb.plots.compare`)."""
+        from evalnb.plots import compare
+
+        return compare(self.metrics, self.scores, self.samples, **options)
+
+    # ---- export and display ---------------------------------------------------------------------
+    def to_records(self, what: str = "samples") -> list[dict[str, Any]]:
+        """`samples`, `scores` or `metrics` as JSON-ready dicts (NaN and NA become None)."""
+        frames = {"samples": "samples", "scores": "scores", "metrics": "metrics"}
+        if what not in frames:
+            raise ValueError(f"to_records() takes 'samples', 'scores' or 'metrics', not {what!r}")
+        frame = getattr(self, frames[what])
+        return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+    def _cells(self) -> list[dict[str, Any]]:
+        """Rows of the report: one per (task, metric), with each model's numbers."""
+        table = self.metrics
+        out: list[dict[str, Any]] = []
+        for (task, metric), part in table.groupby(["task_id", "metric"], sort=False):
+            by_model = {r["model"]: r for r in part.to_dict("records")}
+            out.append({"task": task, "metric": metric, "models": by_model,
+                        "higher_is_better": bool(part["higher_is_better"].iloc[0])})
+        return out
+
+    def summary(self) -> str:
+        """A plain-text report: the run line, then mean [95% CI] (n) per task x metric x model."""
+        counts = self._run.get("counts") or {}
+        head = [f"RunResult {self.run_id or '(not stored)'}  status: {self.status or 'unknown'}"]
+        if self._run.get("suite_version"):
+            head.append(f"  suite {str(self._run['suite_version'])[:16]}")
+        if counts:
+            head.append(f"  samples: {counts.get('total', 0)} ({counts.get('failed', 0)} failed)")
+        lines = ["".join(head), "models: " + ", ".join(self.models)]
+        for cell in self._cells():
+            lines.append(f"{cell['task']} / {cell['metric']}{'' if cell['higher_is_better'] else ' (lower is better)'}")
+            for model in self.models:
+                row = cell["models"].get(model)
+                if row is not None:
+                    lines.append(f"  {model}: {_describe(row)}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        """A static table (inline styles only, no scripts): reads the same in Jupyter and in exported HTML."""
+        esc = html.escape
+        models = self.models
+        counts = self._run.get("counts") or {}
+        info = [f"<b>run</b> <code>{esc(str(self.run_id or '(not stored)'))}</code>",
+                f"<b>status</b> {esc(str(self.status or 'unknown'))}"]
+        if self._run.get("suite_version"):
+            info.append(f"<b>suite</b> <code>{esc(str(self._run['suite_version'])[:16])}</code>")
+        if counts:
+            info.append(f"<b>samples</b> {counts.get('total', 0):,} ({counts.get('failed', 0):,} failed)")
+        cell_style = 'style="text-align:right;vertical-align:top;font-variant-numeric:tabular-nums;padding:2px 10px"'
+        left = 'style="text-align:left;vertical-align:top;padding:2px 10px"'
+        head = "".join(f"<th {cell_style}>{esc(m)}</th>" for m in models)
+        body = []
+        for cell in self._cells():
+            best = _best(cell, models)
+            arrow = "↑" if cell["higher_is_better"] else "↓"
+            tds = []
+            for model in models:
+                row = cell["models"].get(model)
+                tds.append(f"<td {cell_style}>{_html_cell(row, bold=model == best)}</td>")
+            body.append(f"<tr><td {left}>{esc(str(cell['task']))}</td>"
+                        f"<td {left}>{esc(str(cell['metric']))} {arrow}</td>{''.join(tds)}</tr>")
+        return (
+            '<div class="evalnb-run-result">'
+            f'<p style="margin:0 0 4px 0">{" &middot; ".join(info)}</p>'
+            f'<table style="border-collapse:collapse"><thead><tr><th {left}>task</th><th {left}>metric</th>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>'
+            '<p style="margin:4px 0 0 0;font-size:smaller">mean [95% CI], n scored; best mean in bold</p></div>'
+        )
+
+
+def _plain(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if type(value).__name__ == "NAType":
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes, dict, list)):
+        return value.item()  # numpy scalars
+    return value
+
+
+def _fmt(x: float) -> str:
+    if x != x:
+        return "—"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) >= 100:
+        return f"{x:.1f}"
+    return f"{x:.3f}"
+
+
+def _describe(row: Mapping[str, Any]) -> str:
+    parts = []
+    if row["mean"] == row["mean"]:
+        parts.append(_fmt(row["mean"]))
+        if row["ci_low"] == row["ci_low"]:
+            parts.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
+    notes = [f"n={row['n']}" if row["source"] == "samples" else "batch"]
+    if row["n_failed"]:
+        notes.append(f"{row['n_failed']} failed")
+    if row.get("error"):
+        notes.append(f"error: {row['error']}")
+    return " ".join(parts + [", ".join(notes)])
+
+
+def _best(cell: Mapping[str, Any], models: list[str]) -> str | None:
+    means = [(r["mean"], m) for m in models if (r := cell["models"].get(m)) is not None and r["mean"] == r["mean"]]
+    if len(means) < 2:
+        return None
+    pick = max if cell["higher_is_better"] else min
+    value = pick(v for v, _ in means)
+    winners = [m for v, m in means if v == value]
+    return winners[0] if len(winners) == 1 else None
+
+
+def _html_cell(row: Mapping[str, Any] | None, *, bold: bool) -> str:
+    if row is None:
+        return "—"
+    esc = html.escape
+    if row["mean"] == row["mean"]:
+        mean = _fmt(row["mean"])
+        top = f"<b>{mean}</b>" if bold else mean
+    else:
+        top = "—"
+    details = []
+    if row["ci_low"] == row["ci_low"]:
+        details.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
+    notes = [f"n={row['n']:,}" if row["source"] == "samples" else "batch"]
+    if row["n_failed"]:
+        notes.append(f"{row['n_failed']:,} failed")
+    details.append(", ".join(notes))
+    out = f'{top}<br><span style="font-size:smaller">{esc(" ".join(details))}</span>'
+    if row.get("error"):
+        out += f'<br><span style="font-size:smaller">error: {esc(str(row["error"])[:200])}</span>'
+    return out

@@ -1,0 +1,588 @@
+"""The run: suite x models x tasks x items -> samples in the store -> `RunResult`.
+
+One async pipeline per run. Generation workers (``concurrency`` of them) take calls from a
+shared queue; each finished call is extracted at once and handed to a grading dispatcher,
+which sends batches to the sandbox pool while calls are still in flight; graded samples go
+to the store's group-commit writer as they finish. Nothing here knows SQL, HTTP or the
+sandbox's wire format: those are `store`, `providers` and `sandbox`.
+
+Reuse: every successful model output is cached under its request key (model, endpoint,
+API, prompt, generation), so re-running after a template edit or a kernel restart sends only
+the rows whose request changed, and changing only extraction or the grader re-scores stored
+outputs with no model call. A run that died is continued by `resume(run_id)` or by running
+the same thing again: its finished samples are kept, the rest are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+from evalnb.aio import run_sync
+from evalnb.progress import RunProgress, make_display
+from evalnb.run_plan import RunPlan, make_plan
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalnb.manifest import Suite
+    from evalnb.results import RunResult
+
+GRADE_BATCH = 512  # samples per sandbox round trip
+TICK_S = 0.25  # progress display refresh
+
+
+def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResult":
+    """Run `suite` against `models` and return the result; works in scripts and in Jupyter.
+
+    Options: ``generation`` (dict), ``concurrency`` (1-25, default 4), ``task_ids``,
+    ``max_samples``, ``judge_model``, ``embedding_model``, ``grader_concurrency``,
+    ``metadata``, ``reuse`` (default True: reuse stored outputs), ``progress``
+    (True / False / "text"), ``store`` (an `evalnb.store.Store`; default: the evalnb home).
+    Interrupting (Ctrl-C, the notebook's interrupt button, the panel's Stop button) keeps
+    every finished sample and returns a partial result with status ``cancelled``.
+    """
+    return run_sync(arun(suite, models, **options))
+
+
+async def arun(
+    suite: "Suite",
+    models: Sequence[Any] | Any,
+    *,
+    generation: Any = None,
+    concurrency: int = 4,
+    task_ids: Sequence[str] | None = None,
+    max_samples: int | None = None,
+    judge_model: Any = None,
+    embedding_model: Any = None,
+    grader_concurrency: int | None = None,
+    metadata: dict[str, Any] | None = None,
+    reuse: bool = True,
+    progress: bool | str | None = None,
+    store: Any = None,
+) -> "RunResult":
+    """The async form of `run`: ``result = await evalnb.arun(suite, models=[...])``."""
+    plan = make_plan(
+        suite,
+        models,
+        generation=generation,
+        concurrency=concurrency,
+        task_ids=task_ids,
+        max_samples=max_samples,
+        judge_model=judge_model,
+        embedding_model=embedding_model,
+        grader_concurrency=grader_concurrency,
+        metadata=metadata,
+        reuse=reuse,
+    )
+    return await _Run(plan, store=store, progress=progress).execute()
+
+
+def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
+           store: Any = None, concurrency: int | None = None) -> "RunResult":
+    """Continue a run that died, failed or was cancelled, under the same run id.
+
+    Finished samples are kept; the rest are done. Models are rebuilt from the stored run
+    (keys from their environment variables); pass ``models=`` again if they need explicit keys.
+    """
+    return run_sync(aresume(run_id, models=models, progress=progress, store=store, concurrency=concurrency))
+
+
+async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
+                  store: Any = None, concurrency: int | None = None) -> "RunResult":
+    from evalnb.manifest import Suite
+    from evalnb.providers.model import Model
+    from evalnb.store import Store
+
+    store = store or Store()
+    record = store.get_run(run_id)
+    if record["status"] == "completed":
+        from evalnb.results import RunResult
+
+        return RunResult(store, run_id)
+    manifest = store.get_suite(record["suite_version"])
+    meta = record.get("metadata") or {}
+    base_dir = (record.get("summary") or {}).get("base_dir")
+    suite = Suite.from_dict(manifest, base_dir=base_dir)
+    if models is None:
+        models = [
+            Model(m["name"], base_url=m.get("base_url"), api=m.get("api", "responses"), label=m.get("label"),
+                  api_key_env=m.get("api_key_env"))
+            for m in record["models"]
+        ]
+    plan = make_plan(
+        suite,
+        models,
+        generation=record.get("generation") or None,
+        concurrency=concurrency or record.get("concurrency") or 4,
+        task_ids=record.get("task_ids"),
+        max_samples=record.get("max_samples"),
+        judge_model=record.get("judge_model"),
+        embedding_model=record.get("embedding_model"),
+        metadata=meta,
+    )
+    return await _Run(plan, store=store, progress=progress, run_id=run_id).execute()
+
+
+def runs(store: Any = None) -> "pd.DataFrame":
+    """Every stored run, newest first, as a DataFrame."""
+    from evalnb.store import Store
+
+    return (store or Store()).list_runs()
+
+
+def load_run(run_id: str, store: Any = None) -> "RunResult":
+    """A stored run's `RunResult` (finished or not)."""
+    from evalnb.results import RunResult
+    from evalnb.store import Store
+
+    store = store or Store()
+    store.get_run(run_id)  # a clear error for an unknown id
+    return RunResult(store, run_id)
+
+
+@dataclass
+class _TaskState:
+    """One task's items, grader and per-model bookkeeping within a run."""
+
+    task: Any
+    items: list[Any]
+    grader: Any
+    extractor: Any
+    per_sample: bool
+    grader_items: dict[int, dict] = field(default_factory=dict)
+    # per model label: samples waiting for an aggregate grader, and how many are still to finish
+    held: dict[str, list[dict]] = field(default_factory=dict)
+    remaining: dict[str, int] = field(default_factory=dict)
+
+    def grader_item(self, index: int) -> dict:
+        item = self.grader_items.get(index)
+        if item is None:
+            item = self.grader_items[index] = self.items[index].as_grader_item()
+        return item
+
+
+class _Run:
+    def __init__(self, plan: RunPlan, *, store: Any, progress: bool | str | None, run_id: str | None = None):
+        self.plan = plan
+        self._store = store
+        self._progress_mode = progress
+        self.run_id = run_id
+        self.progress = RunProgress()
+        self.tasks: dict[str, _TaskState] = {}
+        self.task_errors: dict[str, str] = {}
+        self._grade_queue: deque[tuple[str, str, dict]] = deque()
+        self._grade_event = asyncio.Event()
+        self._generation_done = False
+        self._stop = asyncio.Event()
+        self._grading: set[asyncio.Task] = set()
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    async def execute(self) -> "RunResult":
+        from evalnb.results import RunResult
+        from evalnb.sandbox import SandboxPool
+        from evalnb.store import Store
+
+        plan = self.plan
+        store = self.store = self._store or Store()
+        self._open_run()
+        self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
+        self.pool = SandboxPool(plan.grader_concurrency)
+        warm = asyncio.ensure_future(self.pool.warm())
+        self.writer = store.writer(self.run_id)
+        ticker = asyncio.ensure_future(self._tick())
+        status, error = "completed", None
+        try:
+            await self._prepare_tasks()
+            await self._run_all()
+            if self.task_errors:
+                status = "failed"
+                error = "; ".join(f"task {t!r}: {m}" for t, m in self.task_errors.items())
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            status = "cancelled"
+            current = asyncio.current_task()
+            if current is not None:
+                while current.uncancel():
+                    pass
+        except BaseException as exc:
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
+            await self._shutdown(ticker, warm, status, error)
+            raise
+        await self._shutdown(ticker, warm, status, error)
+        return RunResult(store, self.run_id)
+
+    def _open_run(self) -> None:
+        plan, store = self.plan, self.store
+        suite = plan.suite
+        manifest = suite.to_dict()
+        store.save_suite(suite.version, manifest)
+        for m in plan.models + [x for x in (plan.judge_model, plan.embedding_model) if x is not None]:
+            store.add_secrets(*m.secrets())
+        args = dict(
+            models=[m.describe() for m in plan.models],
+            generation=plan.generation,
+            task_ids=None if plan.all_tasks else plan.task_ids,
+            max_samples=plan.max_samples,
+            judge_model=plan.judge_model.name if plan.judge_model else None,
+            embedding_model=plan.embedding_model.name if plan.embedding_model else None,
+        )
+        if self.run_id is None:
+            self.run_id = store.find_resumable_run(suite.version, **args) if plan.reuse else None
+        if self.run_id is not None:
+            store.claim_run(self.run_id)
+        else:
+            self.run_id = store.create_run(
+                suite.version, concurrency=plan.concurrency, metadata=plan.metadata, status="in_progress", **args
+            )
+        base_dir = str(suite.base_dir) if suite.base_dir else None
+        store.update_run(self.run_id, summary={"base_dir": base_dir})
+        self.progress.run_id = self.run_id
+
+    def _request_stop(self) -> None:
+        self._stop.set()
+
+    async def _shutdown(self, ticker: asyncio.Future, warm: asyncio.Future, status: str, error: str | None) -> None:
+        for t in list(self._grading):
+            t.cancel()
+        ticker.cancel()
+        warm.cancel()
+        await asyncio.gather(ticker, warm, *self._grading, return_exceptions=True)
+        try:
+            self.writer.close()
+        finally:
+            await self.pool.aclose()
+            await self._close_clients()
+            self.store.update_run(self.run_id, status=status, error=error)
+            self.progress.status = status
+            if self.display is not None:
+                self.display.close()
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_S)
+            if self.display is not None:
+                self.display.update()
+            if self.progress.stop_requested:
+                self._stop.set()
+
+    # ---- preparation ----------------------------------------------------------------------
+    async def _prepare_tasks(self) -> None:
+        from evalnb.bridge import GraderBridge
+        from evalnb.extraction import make_extractor
+        from evalnb.grading import Grader
+        from evalnb.prepare import suite_items
+
+        plan = self.plan
+        self._make_clients()
+        bridge = GraderBridge(
+            judge_model=plan.judge_model,
+            embedding_model=plan.embedding_model,
+            client_factory=self._bridge_client,
+        )
+        done = self.store.completed_keys(self.run_id)
+        for task_id in plan.task_ids:
+            task = plan.suite.task(task_id)
+            try:
+                items = await asyncio.to_thread(
+                    suite_items, plan.suite, task_id, plan.max_samples, preprocess=self._preprocess
+                )
+                grader = Grader(task.grader, task_id=task_id, pool=self.pool, bridge=bridge,
+                                run_id=self.run_id, metadata=plan.metadata)
+            except Exception as exc:  # noqa: BLE001 - a task that cannot start fails alone
+                self.task_errors[task_id] = f"{type(exc).__name__}: {exc}"
+                self.store.write_task_metrics(self.run_id, task_id, None, error=self.task_errors[task_id])
+                continue
+            per_sample = grader.execution == "per_sample"
+            state = _TaskState(task, items, grader, make_extractor(task.extraction), per_sample)
+            for model in plan.models:
+                finished = {(i.index) for i in items if (task_id, model.label, i.index) in done}
+                state.remaining[model.label] = len(items) - len(finished)
+                state.held[model.label] = []
+                mp = self.progress.model(model.label)
+                mp.total += len(items)
+                mp.done += len(finished)
+                if mp.metric is None and task.effective_metrics:
+                    mp.metric = task.effective_metrics[0].id
+            self.tasks[task_id] = state
+        self._done_keys = done
+
+    def _preprocess(self, task: Any, rows: list[dict]) -> list[dict]:
+        if task.preprocess is None:
+            return rows
+        from evalnb.sandbox import run_preprocessor
+
+        return run_preprocessor(task.preprocess, rows, task_id=task.id)
+
+    def _make_clients(self) -> None:
+        from evalnb.providers import AdaptiveLimit, ClientPool, ModelClient
+
+        plan = self.plan
+        self.http_pool = ClientPool(max_connections=plan.concurrency)
+        limits: dict[str, AdaptiveLimit] = {}
+        self.clients = {}
+        for model in plan.models:
+            limit = limits.get(model.base_url)
+            if limit is None:
+                limit = limits[model.base_url] = AdaptiveLimit(plan.concurrency, maximum=plan.concurrency)
+            self.clients[model.label] = ModelClient(
+                model, limit=limit, pool=self.http_pool, on_event=self._event_hook(model.label)
+            )
+
+    def _bridge_client(self, model: Any) -> Any:
+        from evalnb.providers import ModelClient
+
+        return ModelClient(model, pool=self.http_pool)
+
+    async def _close_clients(self) -> None:
+        pool = getattr(self, "http_pool", None)
+        if pool is not None:
+            await pool.aclose()
+
+    def _event_hook(self, label: str):
+        mp = self.progress.model(label)
+
+        def on_event(kind: str, info: dict) -> None:
+            if kind == "rate_limited":
+                mp.rate_limited += 1
+                mp.rate_limit_wait_s += float(info.get("delay") or info.get("wait_s") or 0.0)
+            elif kind in ("retry", "empty_retry"):
+                mp.retries += 1
+
+        return on_event
+
+    # ---- the pipeline ---------------------------------------------------------------------
+    async def _run_all(self) -> None:
+        from evalnb.store import request_key
+
+        plan = self.plan
+        gen = plan.generation
+        todo: list[tuple[str, Any, Any, str]] = []  # (task_id, item, model, request_key)
+        for task_id, state in self.tasks.items():
+            for item in state.items:
+                for model in plan.models:
+                    if (task_id, model.label, item.index) in self._done_keys:
+                        continue
+                    key = request_key(model.name, model.base_url, model.api, item.prompt, gen)
+                    todo.append((task_id, item, model, key))
+        cached = self.store.lookup_outputs([t[3] for t in todo]) if plan.reuse and todo else {}
+        calls: deque[tuple[str, Any, Any, str]] = deque()
+        for unit in todo:
+            hit = cached.get(unit[3])
+            if hit is None:
+                calls.append(unit)
+            else:
+                self.progress.model(unit[2].label).reused += 1
+                self._finish_generation(unit, hit, reused=True)
+        del todo, cached
+        self._check_aggregates()  # tasks whose samples were all finished before this run
+        dispatcher = asyncio.ensure_future(self._dispatch_grading())
+        workers = [asyncio.ensure_future(self._generate(calls)) for _ in range(min(plan.concurrency, max(len(calls), 1)))]
+        stopper = asyncio.ensure_future(self._stop.wait())
+        try:
+            gathered = asyncio.gather(*workers)
+            done, _ = await asyncio.wait({gathered, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if stopper in done:
+                raise asyncio.CancelledError("stopped from the progress panel")
+            gathered.result()
+            self._generation_done = True
+            self._grade_event.set()
+            await dispatcher
+            if self._grading:
+                await asyncio.gather(*list(self._grading))
+        finally:
+            stopper.cancel()
+            for w in workers:
+                w.cancel()
+            dispatcher.cancel()
+            await asyncio.gather(*workers, dispatcher, stopper, return_exceptions=True)
+
+    async def _generate(self, calls: deque) -> None:
+        from evalnb.errors import ProviderError
+
+        gen = self.plan.generation
+        while calls:
+            unit = calls.popleft()
+            task_id, item, model, key = unit
+            mp = self.progress.model(model.label)
+            mp.in_flight += 1
+            try:
+                completion = await self.clients[model.label].complete(item.prompt, gen)
+            except ProviderError as exc:
+                mp.in_flight -= 1
+                error = {"stage": "generation", "message": str(exc), "status": exc.status}
+                self._record(task_id, model.label, self._sample(task_id, item, model, None), error=error)
+                continue
+            finally:
+                pass
+            mp.in_flight -= 1
+            output = {
+                "request_key": key,
+                "output_text": completion.text,
+                "usage": completion.usage,
+                "response_id": completion.response_id,
+                "latency_s": completion.latency_s,
+            }
+            self.writer.put_outputs([output])
+            self._finish_generation(unit, output, reused=False)
+
+    def _sample(self, task_id: str, item: Any, model: Any, output: dict | None) -> dict:
+        sample = {
+            "task_id": task_id,
+            "model": model.label,
+            "sample_index": item.index,
+            "prompt": item.prompt,
+            "target": item.target,
+            "dataset_row": item.row,
+            "output_text": None,
+            "extracted_output": None,
+            "response_id": None,
+            "usage": None,
+            "latency_s": None,
+            "scores": {},
+            "judge": None,
+            "error": None,
+            "status": "scoring",
+        }
+        if output is not None:
+            sample.update(
+                output_text=output.get("output_text"),
+                response_id=output.get("response_id"),
+                usage=output.get("usage"),
+                latency_s=output.get("latency_s"),
+                request_key=output.get("request_key"),
+            )
+        return sample
+
+    def _finish_generation(self, unit: tuple, output: dict, *, reused: bool) -> None:
+        task_id, item, model, key = unit
+        state = self.tasks[task_id]
+        sample = self._sample(task_id, item, model, output)
+        sample["request_key"] = key
+        sample["reused"] = reused
+        try:
+            sample["extracted_output"] = state.extractor(sample["output_text"])
+        except Exception as exc:  # noqa: BLE001 - extraction never takes the run down
+            self._record(task_id, model.label, sample, error={"stage": "extraction", "message": str(exc)})
+            return
+        usage = sample["usage"] or {}
+        mp = self.progress.model(model.label)
+        mp.input_tokens += int(usage.get("input_tokens") or 0)
+        mp.output_tokens += int(usage.get("output_tokens") or 0)
+        if state.per_sample:
+            self._grade_queue.append((task_id, model.label, sample))
+            self._grade_event.set()
+        else:
+            self._record(task_id, model.label, sample)
+
+    def _record(self, task_id: str, label: str, sample: dict, *, error: dict | None = None) -> None:
+        """A sample is finished: store it, count it, and start an aggregate grader if due."""
+        state = self.tasks[task_id]
+        sample.pop("reused", None)
+        if error is not None:
+            sample["status"], sample["error"] = "failed", error
+        else:
+            sample["status"] = "completed"
+        self.writer.add(sample)
+        mp = self.progress.model(label)
+        mp.done += 1
+        if sample["status"] == "failed":
+            mp.failed += 1
+        elif mp.metric is not None:
+            value = (sample.get("scores") or {}).get(mp.metric)
+            if isinstance(value, (int, float)):
+                mp.metric_sum += float(value)
+                mp.metric_n += 1
+        state.remaining[label] -= 1
+        if not state.per_sample:
+            if sample["status"] == "completed":
+                state.held[label].append(sample)
+            if state.remaining[label] == 0:
+                self._spawn(self._aggregate(task_id, label))
+
+    def _check_aggregates(self) -> None:
+        for task_id, state in self.tasks.items():
+            if state.per_sample:
+                continue
+            for label, remaining in state.remaining.items():
+                if remaining == 0:
+                    self._spawn(self._aggregate(task_id, label))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._grading.add(task)
+        task.add_done_callback(self._grading.discard)
+
+    # ---- grading --------------------------------------------------------------------------
+    async def _dispatch_grading(self) -> None:
+        """Send finished samples to the sandbox in batches while generation goes on."""
+        slots = asyncio.Semaphore(max(2, 2 * (self.plan.grader_concurrency or _cpu_count())))
+        while True:
+            await self._grade_event.wait()
+            self._grade_event.clear()
+            if not self._generation_done and len(self._grade_queue) < GRADE_BATCH:
+                await asyncio.sleep(0.005)  # let a batch build up while calls are in flight
+            while self._grade_queue:
+                groups: dict[tuple[str, str], list[dict]] = {}
+                for _ in range(min(GRADE_BATCH, len(self._grade_queue))):
+                    task_id, label, sample = self._grade_queue.popleft()
+                    groups.setdefault((task_id, label), []).append(sample)
+                for (task_id, label), samples in groups.items():
+                    await slots.acquire()
+                    self._spawn(self._grade(task_id, label, samples, slots))
+            if self._generation_done and not self._grade_queue:
+                return
+
+    async def _grade(self, task_id: str, label: str, samples: list[dict], slots: asyncio.Semaphore) -> None:
+        state = self.tasks[task_id]
+        try:
+            items = [state.grader_item(s["sample_index"]) for s in samples]
+            try:
+                grades = await state.grader.grade_samples(samples, items, model=label)
+            except Exception as exc:  # noqa: BLE001 - the grader machinery failed for the batch
+                message = f"{type(exc).__name__}: {exc}"
+                for s in samples:
+                    self._record(task_id, label, s, error={"stage": "grading", "message": message})
+                return
+            for s, g in zip(samples, grades):
+                if g.error:
+                    self._record(task_id, label, s, error={"stage": "grading", "message": g.error})
+                    continue
+                s["scores"] = dict(g.scores)
+                s["judge"] = g.judge
+                if g.metadata is not None:
+                    s["grader_metadata"] = g.metadata
+                self._record(task_id, label, s)
+        finally:
+            slots.release()
+
+    async def _aggregate(self, task_id: str, label: str) -> None:
+        """Run a batch grader over every finished sample of one task and model."""
+        state = self.tasks[task_id]
+        self.writer.flush()
+        samples = self.store.samples(self.run_id, task_id=task_id, model=label, status="completed")
+        if not samples:
+            return
+        items = [state.grader_item(s["sample_index"]) for s in samples]
+        batch = await state.grader.grade_batch(samples, items, model=label)
+        self.store.write_task_metrics(self.run_id, task_id, label, batch.metrics or None, error=batch.error)
+        if batch.sample_updates:
+            updated = []
+            for s, g in zip(samples, batch.sample_updates):
+                if g is None:
+                    continue
+                if g.error:
+                    s.update(status="failed", error={"stage": "grading", "message": g.error})
+                else:
+                    s["scores"] = dict(g.scores)
+                    s["judge"] = g.judge
+                updated.append(s)
+            self.writer.add_samples(updated)
+
+
+def _cpu_count() -> int:
+    import os
+
+    return os.cpu_count() or 1

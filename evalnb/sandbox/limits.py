@@ -1,0 +1,101 @@
+"""Environment scrubbing (parent side) and the limits a worker puts on itself before user code.
+
+The parent builds the worker's environment from an allow-list, so API keys, tokens and
+credentials never reach user code. The worker then applies rlimits and Python-level guards
+(and the kernel-level filter in ``seccomp.py``) to itself. Applying them in the worker rather
+than in ``preexec_fn`` keeps process start-up safe in a threaded parent such as a Jupyter
+kernel. This module imports only the standard library because the worker loads it by path.
+"""
+
+from __future__ import annotations
+
+import os
+
+KEPT_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+"""The only variables copied from the parent; everything else (keys, tokens...) is dropped."""
+
+_ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def scrubbed_env(workdir: str) -> dict[str, str]:
+    """A minimal environment for a worker whose home and temp folder are ``workdir``.
+
+    Math libraries are held to one thread each: the pool already runs one worker per core,
+    and a BLAS that starts a thread per core can exceed the address-space limit on big hosts.
+    """
+    env = {key: os.environ[key] for key in KEPT_ENV_KEYS if key in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env.setdefault("LANG", "C.UTF-8")
+    env.update(HOME=workdir, TMPDIR=workdir, TMP=workdir, TEMP=workdir)
+    env.update({key: "1" for key in _ONE_THREAD})
+    return env
+
+
+def apply_rlimits(memory_mb: int | None, file_mb: int | None) -> dict[str, int | None]:
+    """Cap address space, file size and core dumps (soft = hard, so they cannot be raised)."""
+    import resource
+
+    def cap(which: int, value: int) -> None:
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY and hard < value:
+            value = hard
+        resource.setrlimit(which, (value, value))
+
+    if memory_mb:
+        cap(resource.RLIMIT_AS, memory_mb * 1024 * 1024)
+    if file_mb:
+        cap(resource.RLIMIT_FSIZE, file_mb * 1024 * 1024)
+    cap(resource.RLIMIT_CORE, 0)
+    return {"memory_mb": memory_mb, "file_mb": file_mb}
+
+
+class ProcessCreationBlocked(PermissionError):
+    """Raised by the patched process APIs inside a worker."""
+
+
+def block_process_apis() -> list[str]:
+    """Replace the Python entry points that start processes or signal others with a clear error.
+
+    This is a courtesy layer with readable messages; the kernel filter is the real barrier
+    (ctypes can reach libc directly).
+    """
+    import _posixsubprocess
+
+    def refuse(name: str):
+        def blocked(*args: object, **kwargs: object) -> None:
+            raise ProcessCreationBlocked(
+                f"{name} is not allowed in the evalnb sandbox (user code cannot start processes)"
+            )
+
+        blocked.__name__ = name.rsplit(".", 1)[-1]
+        return blocked
+
+    names = [
+        "fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "popen",
+        "execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe",
+        "spawnv", "spawnve", "spawnvp", "spawnvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe",
+    ]  # fmt: skip
+    patched = []
+    for name in names:
+        if hasattr(os, name):
+            setattr(os, name, refuse(f"os.{name}"))
+            patched.append(f"os.{name}")
+    _posixsubprocess.fork_exec = refuse("subprocess")  # used by subprocess and multiprocessing
+    patched.append("_posixsubprocess.fork_exec")
+
+    own_pid = os.getpid()
+    real_kill, real_killpg = os.kill, os.killpg
+
+    def kill(pid: int, sig: int) -> None:
+        if pid not in (own_pid, 0):
+            raise ProcessCreationBlocked("os.kill of another process is not allowed in the evalnb sandbox")
+        real_kill(pid, sig)
+
+    def killpg(pgid: int, sig: int) -> None:
+        if pgid not in (own_pid, 0):
+            raise ProcessCreationBlocked("os.killpg is not allowed in the evalnb sandbox")
+        real_killpg(pgid, sig)
+
+    os.kill, os.killpg = kill, killpg
+    patched += ["os.kill", "os.killpg"]
+    return patched

@@ -1,0 +1,389 @@
+"""The sandbox worker: the long-lived child process that runs user code (preprocessors, graders).
+
+The pool starts it as ``python -I <this file> CONFIG``. It imports only the standard library
+(its siblings protocol.py, limits.py and seccomp.py are loaded by file path, never through the
+evalnb package), so it is ready in a few tens of milliseconds. It then:
+
+1. moves the protocol off stdin/stdout onto private descriptors, so anything user code prints
+   (or a C library writes to fd 1) goes to stderr and cannot corrupt a frame;
+2. limits itself (rlimits, the seccomp filter, Python-level guards) before any user code runs;
+3. loads each job's code once (cached by content hash) and runs batches of calls, writing one
+   result frame per call as soon as it finishes, so the parent always knows which call is in
+   flight. A SIGALRM ticker raises inside a call that outlives its timeout, which keeps the
+   worker warm; the parent kills the worker if even that fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections import OrderedDict
+from typing import Any
+
+
+def _sibling(name: str) -> Any:
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_evalnb_sandbox_{name}", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+if __package__:
+    from . import limits, protocol, seccomp
+else:  # started as a script inside the sandbox
+    protocol, limits, seccomp = _sibling("protocol"), _sibling("limits"), _sibling("seccomp")
+
+encode = protocol.encode
+TICK_SECONDS = 0.05
+MAX_RESULT_BYTES = 16 * 1024 * 1024
+CODE_CACHE_SIZE = 16
+USER_MODULE_NAME = "evalnb_user_code"
+
+
+class CallTimeout(BaseException):
+    """Raised inside user code when its time is up (a BaseException, so ``except Exception`` won't hide it)."""
+
+
+class ModelAccessError(RuntimeError):
+    """ctx model helpers were called by a grader whose model_access is "none"."""
+
+
+class ModelCallLimitError(RuntimeError):
+    """The grader execution already made max_model_calls bridge calls."""
+
+
+class ModelCallError(RuntimeError):
+    """The parent could not complete a model call (provider error, timeout, refused)."""
+
+
+class _State:
+    """What the SIGALRM ticker needs to know about the call in progress."""
+
+    in_call = False
+    in_io = False
+    fired = False
+    deadline = 0.0
+    timeout = 120.0
+    cpu_limit: float | None = None
+    cpu_start = 0.0
+    index = 0
+    request_id = 0
+    memory_mb: int | None = None
+
+
+STATE = _State()
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    st = STATE
+    if not st.in_call or st.fired or st.in_io:
+        return
+    if time.monotonic() >= st.deadline:
+        st.fired = True
+        raise CallTimeout(f"timed out after {_seconds(st.timeout)}")
+    if st.cpu_limit is not None and time.process_time() - st.cpu_start > st.cpu_limit:
+        st.fired = True
+        raise CallTimeout(f"exceeded the CPU time limit of {_seconds(st.cpu_limit)}")
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+class Channel:
+    """Blocking frame I/O on the private protocol descriptors."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd, self.write_fd = read_fd, write_fd
+        self.buffer = protocol.FrameBuffer()
+
+    def send(self, frame: bytes) -> None:
+        view = memoryview(frame)
+        while view:
+            view = view[os.write(self.write_fd, view) :]
+
+    def recv(self) -> list | None:
+        while True:
+            payload = self.buffer.next_payload()
+            if payload is not None:
+                return json.loads(payload)
+            chunk = os.read(self.read_fd, 1 << 20)
+            if not chunk:
+                return None
+            self.buffer.feed(chunk)
+
+
+class Context:
+    """The optional ``ctx`` argument of a grader: run facts and the bridged model helpers."""
+
+    __slots__ = ("task_id", "model", "run_id", "metadata", "_channel", "_access", "_limit", "_used")
+
+    def __init__(self, info: dict, channel: Channel, access: bool, limit: int) -> None:
+        self.task_id = info.get("task_id")
+        self.model = info.get("model")
+        self.run_id = info.get("run_id")
+        self.metadata = info.get("metadata") or {}
+        self._channel, self._access, self._limit, self._used = channel, access, limit, 0
+
+    def responses_create(self, model: str = "auto", input: Any = None, **kwargs: Any) -> dict:
+        """Call the Responses API through the parent; returns its JSON (with ``output_text``)."""
+        return self._call("responses", {**kwargs, "model": model, "input": input})
+
+    def embeddings_create(self, model: str = "auto", input: Any = None, **kwargs: Any) -> dict:
+        """Call the Embeddings API through the parent; returns its JSON."""
+        return self._call("embeddings", {**kwargs, "model": model, "input": input})
+
+    def _call(self, kind: str, request: dict) -> dict:
+        if not self._access:
+            raise ModelAccessError(
+                f"ctx.{kind}_create is disabled: this grader has model_access 'none' (set model_access: mka1)"
+            )
+        if self._used >= self._limit:
+            raise ModelCallLimitError(f"max_model_calls ({self._limit}) reached for this grader execution")
+        self._used += 1
+        return _bridge(self._channel, kind, request)
+
+    def __repr__(self) -> str:
+        return f"Context(task_id={self.task_id!r}, model={self.model!r}, run_id={self.run_id!r})"
+
+
+def _bridge(channel: Channel, kind: str, request: dict) -> dict:
+    st = STATE
+    st.request_id += 1
+    request_id = st.request_id
+    try:
+        frame = encode(["bridge", st.index, request_id, kind, request])
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"ctx.{kind}_create arguments must be JSON values ({exc})") from None
+    st.in_io = True  # a timeout must not interrupt a half-read frame; it fires right after
+    try:
+        channel.send(frame)
+        while True:
+            message = channel.recv()
+            if message is None:
+                os._exit(0)
+            if message[0] == "reply" and message[1] == request_id:
+                break  # replies to calls that already timed out are skipped
+    finally:
+        st.in_io = False
+    if not message[2]:
+        raise ModelCallError(str(message[3]))
+    return message[3]
+
+
+def _describe(exc: BaseException, filename: str, what: str) -> dict:
+    """The last traceback line plus the user-code line number, as the parent will show it."""
+    if isinstance(exc, CallTimeout):
+        return {"type": "Timeout", "message": f"{what} {exc}", "line": None}
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    line = None
+    if isinstance(exc, SyntaxError) and exc.filename == filename:
+        line, text = exc.lineno, exc.msg
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    if isinstance(exc, MemoryError) and not text:
+        text = f"out of memory (the sandbox limit is {STATE.memory_mb} MB)"
+    if isinstance(exc, SystemExit):
+        text = f"{what} called sys.exit({'' if exc.code is None else repr(exc.code)})"
+    message = f"{name}: {text}" if text else name
+    if line is not None:
+        message += f" (line {line})"
+    return {"type": name, "message": message[:4000], "line": line}
+
+
+def _guarded(fn: Any, args: list) -> tuple[bool, Any]:
+    """Run one user call under the ticker; never lets an exception escape."""
+    st = STATE
+    st.fired = False
+    st.deadline = time.monotonic() + st.timeout
+    if st.cpu_limit is not None:
+        st.cpu_start = time.process_time()
+    st.in_call = True
+    try:
+        try:
+            value = fn(*args)
+        finally:
+            st.in_call = False
+        return True, value
+    except BaseException as exc:  # noqa: BLE001 - user code may raise anything
+        st.in_call = False
+        return False, exc
+
+
+_CODE: OrderedDict[str, dict] = OrderedDict()
+
+
+def _load(code: dict) -> dict | BaseException:
+    """The namespace of the job's code (cached by key), or the exception loading raised."""
+    key = code["key"]
+    namespace = _CODE.get(key)
+    if namespace is not None:
+        _CODE.move_to_end(key)
+        return namespace
+    namespace = {"__name__": USER_MODULE_NAME, "__builtins__": __builtins__, "__file__": code["filename"]}
+
+    def run_module() -> None:
+        exec(compile(code["source"], code["filename"], "exec"), namespace)
+
+    ok, error = _guarded(run_module, [])
+    if not ok:
+        return error
+    _CODE[key] = namespace
+    while len(_CODE) > CODE_CACHE_SIZE:
+        _CODE.popitem(last=False)
+    return namespace
+
+
+def _accepts(fn: Any, nargs: int) -> bool:
+    """Whether fn takes one more positional argument than ``nargs`` (a trailing ctx)."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and not hasattr(fn, "__self__"):
+        return code.co_argcount > nargs or bool(code.co_flags & 0x04)  # CO_VARARGS
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) > nargs or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+def _run(channel: Channel, job: dict, start: int, calls: list) -> None:
+    st = STATE
+    code = job["code"]
+    filename = code["filename"]
+    st.timeout = float(job["timeout"])
+    st.cpu_limit = job.get("cpu_seconds")
+    signal.signal(signal.SIGALRM, _on_alarm)  # re-installed per batch in case user code replaced it
+    signal.setitimer(signal.ITIMER_REAL, TICK_SECONDS, TICK_SECONDS)
+    try:
+        namespace = _load(code)
+        if isinstance(namespace, BaseException):
+            channel.send(encode(["fatal", _describe(namespace, filename, "loading the code")]))
+            return
+        names = job["names"]
+        fn = next((namespace[n] for n in names if callable(namespace.get(n))), None)
+        if fn is None:
+            message = f"defines none of the accepted functions: {', '.join(names)}"
+            channel.send(encode(["fatal", {"type": "MissingFunction", "message": message, "line": None}]))
+            return
+        channel.send(encode(["loaded"]))
+        fn_name = getattr(fn, "__name__", names[0])
+        ctx_info = job.get("ctx")
+        use_ctx = ctx_info is not None and _accepts(fn, int(job["nargs"]))
+        access, limit = bool(job.get("model_access")), int(job.get("max_model_calls") or 0)
+        fail_fast = bool(job.get("fail_fast"))
+        unpack = _grade_unpacker(job["unpack"]) if job.get("unpack") else None
+        index = start
+        for args in calls:
+            st.index = index
+            if unpack is not None:
+                args = unpack(args)
+            if use_ctx:
+                args.append(Context(ctx_info, channel, access, limit))
+            ok, value = _guarded(fn, args)
+            if ok:
+                frame = _result_frame(index, value, fn_name)
+            else:
+                frame = encode(["err", index, _describe(value, filename, fn_name)])
+            value = args = None  # type: ignore[assignment]
+            channel.send(frame)
+            index += 1
+            if not ok and fail_fast:
+                break
+        channel.send(encode(["done", index]))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+
+
+def _grade_unpacker(spec: dict) -> Any:
+    """Expand the compact ``[flags, sample_values, row, extras]`` form of a grade call.
+
+    The parent sends each dataset row once: the item is ``{**row, **extras, "row": row}``
+    (or ``extras`` itself when ``row`` is null), and flag bits say that the sample's
+    dataset_row / prompt / target are the item's row / prompt / target.
+    """
+    keys = spec["sample_keys"]
+
+    def unpack(args: list) -> list:
+        flags, values, row, extras = args
+        if row is None:
+            item = extras
+        else:
+            item = dict(row)
+            item.update(extras)
+            item["row"] = row
+        sample = dict(zip(keys, values))
+        if flags & 1:
+            sample["dataset_row"] = row
+        if flags & 2:
+            sample["prompt"] = item["prompt"]
+        if flags & 4:
+            sample["target"] = item["target"]
+        return [sample, item]
+
+    return unpack
+
+
+def _result_frame(index: int, value: Any, fn_name: str) -> bytes:
+    try:
+        frame = encode(["ok", index, value])
+    except Exception as exc:  # noqa: BLE001 - TypeError, ValueError (circular, NaN), RecursionError, MemoryError
+        message = f"{fn_name} returned a value that is not JSON ({type(value).__name__}: {exc})"
+        return encode(["err", index, {"type": "NotJSON", "message": message, "line": None}])
+    if len(frame) > MAX_RESULT_BYTES:
+        message = f"{fn_name} returned {len(frame)} bytes of JSON; the limit is {MAX_RESULT_BYTES}"
+        return encode(["err", index, {"type": "ResultTooLarge", "message": message, "line": None}])
+    return frame
+
+
+def _take_protocol_fds() -> Channel:
+    """Move the protocol to private fds; fd 0 becomes /dev/null and fd 1 joins stderr."""
+    read_fd, write_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return Channel(read_fd, write_fd)
+
+
+def main(argv: list[str]) -> None:
+    config = json.loads(argv[1])
+    channel = _take_protocol_fds()
+    seccomp.set_parent_death_signal(int(config["parent_pid"]))
+    STATE.memory_mb = config.get("memory_mb")
+    isolation: dict[str, Any] = {"rlimits": limits.apply_rlimits(config.get("memory_mb"), config.get("file_mb"))}
+    isolation["python_guards"] = bool(limits.block_process_apis())
+    reason = seccomp.install() if config.get("seccomp", True) else "disabled by the parent"
+    isolation["seccomp"] = reason is None
+    if reason is not None:
+        isolation["seccomp_error"] = reason
+    import faulthandler
+
+    faulthandler.enable()  # a segfault in user code leaves a Python traceback on stderr
+    channel.send(encode(["ready", os.getpid(), isolation]))
+    while True:
+        message = channel.recv()
+        if message is None or message[0] == "exit":
+            break
+        if message[0] == "run":
+            _run(channel, message[1], message[2], message[3])
+    os._exit(0)  # do not wait for threads user code may have left running
+
+
+if __name__ == "__main__":
+    main(sys.argv)

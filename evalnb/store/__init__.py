@@ -1,0 +1,34 @@
+"""The SQLite results store: suite versions, runs, samples, task metrics and the output cache.
+
+`Store` is the only place in evalnb that knows SQL. Finished samples go through a
+`StoreWriter` (group commit from a background thread); `request_key` names a model call for
+the reusable output cache; `redact` keeps credentials out of everything stored.
+"""
+
+from __future__ import annotations
+
+from evalnb.store._codec import SAMPLE_FIELDS, SAMPLE_STATUSES
+from evalnb.store._keys import canonical_json, redact, request_key, run_signature, sanitize_models
+from evalnb.store._runs import RUN_STATUSES, UnknownRunError, UnknownSuiteError, new_run_id
+from evalnb.store._schema import SCHEMA_VERSION
+from evalnb.store._store import Store, default_store_path
+from evalnb.store._writer import StoreWriteError, StoreWriter
+
+__all__ = [
+    "RUN_STATUSES",
+    "SAMPLE_FIELDS",
+    "SAMPLE_STATUSES",
+    "SCHEMA_VERSION",
+    "Store",
+    "StoreWriteError",
+    "StoreWriter",
+    "UnknownRunError",
+    "UnknownSuiteError",
+    "canonical_json",
+    "default_store_path",
+    "new_run_id",
+    "redact",
+    "request_key",
+    "run_signature",
+    "sanitize_models",
+]

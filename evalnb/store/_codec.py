@@ -1,0 +1,308 @@
+"""Python dicts <-> SQLite rows for samples, cached outputs and task metrics.
+
+Encoding happens on the caller's thread, so a malformed sample fails at the call that
+handed it over (naming the sample and field), never later inside the writer thread.
+A write is an `Op`: the SQL, its parameters and the deduplicated texts it refers to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from itertools import groupby
+from typing import Any, NamedTuple
+
+SAMPLE_STATUSES = ("queued", "generating", "scoring", "completed", "failed")
+FINISHED_SAMPLE_STATUSES = ("completed", "failed")
+
+_KEY_COLS = ("run_id", "task_id", "model", "sample_index")
+_TEXT_FIELDS = ("target", "output_text", "extracted_output", "response_id", "request_key", "grader_key")
+_JSON_FIELDS = ("scores", "judge", "error", "usage")
+_TIME_FIELDS = ("started_at", "completed_at")
+
+
+
+def _unsupported(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+try:  # the C encoder, built once: json.dumps rebuilds it on every call, which dominates for small dicts
+    from json.encoder import c_make_encoder as _c_make_encoder
+    from json.encoder import encode_basestring as _encode_basestring
+
+    _c_encode = _c_make_encoder(None, _unsupported, _encode_basestring, None, ":", ",", False, False, True)
+except ImportError:  # pragma: no cover - pure-Python json
+    _c_encode = None
+_py_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_unsupported).encode
+
+
+def _dumps(value: Any) -> str:
+    if isinstance(value, str):
+        return _py_dumps(value)
+    if _c_encode is None:  # pragma: no cover
+        return _py_dumps(value)
+    try:
+        return "".join(_c_encode(value, 0))
+    except RecursionError:
+        raise ValueError("circular reference (or nesting too deep) in a JSON value") from None
+
+
+class Op(NamedTuple):
+    """One encoded write: consecutive Ops with the same SQL are sent in one executemany."""
+
+    sql: str
+    params: tuple[Any, ...]
+    texts: tuple[tuple[bytes, str], ...] = ()
+
+
+def text_hash(body: str) -> bytes:
+    """The 16-byte content address of a stored text."""
+    return hashlib.blake2b(body.encode("utf-8"), digest_size=16).digest()
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON; exceptions are stored as {"type", "message"}."""
+    if isinstance(value, BaseException):
+        value = {"type": type(value).__name__, "message": str(value)}
+    return _dumps(value)
+
+
+_scan_once = json.JSONDecoder().scan_once  # what json.loads does, minus per-call overhead
+
+
+def from_json(text: str | None) -> Any:
+    """Decode JSON the store wrote (compact, no surrounding whitespace); anything else via json.loads."""
+    if text is None:
+        return None
+    try:
+        value, end = _scan_once(text, 0)
+    except StopIteration:
+        return json.loads(text)  # raises the usual JSONDecodeError
+    return value if end == len(text) else json.loads(text)
+
+
+@lru_cache(maxsize=256)
+def _sample_sql(cols: tuple[str, ...], update_created: bool) -> str:
+    updates = [c for c in cols if c not in _KEY_COLS and (c != "created_at" or update_created)]
+    conflict = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in updates) if updates else "DO NOTHING"
+    return (
+        f"INSERT INTO samples ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+        f"ON CONFLICT (run_id, task_id, model, sample_index) {conflict}"
+    )
+
+
+def _where(s: Mapping[str, Any]) -> str:
+    return f"sample (task_id={s.get('task_id')!r}, model={s.get('model')!r}, sample_index={s.get('sample_index')!r})"
+
+
+class SampleEncoder:
+    """Turns sample dicts into UPSERT ops, remembering which texts it has already emitted.
+
+    Every model of a run writes the same prompt and dataset row for an item; the encoder
+    hashes and emits each text once and later ops just reference its digest. That memory is
+    only valid for ops applied in order on one connection, so each writer owns an encoder and
+    calls `reset()` whenever ops it produced were not written.
+    """
+
+    _CACHE_LIMIT = 50_000
+
+    def __init__(self) -> None:
+        self._prompts: dict[str, bytes] = {}
+        # (run_id, task_id, sample_index) -> (the row object, its digest); hit only on the same object
+        self._rows: dict[tuple[str, str, int], tuple[Any, bytes]] = {}
+
+    def reset(self) -> None:
+        self._prompts.clear()
+        self._rows.clear()
+
+    def encode(self, s: Mapping[str, Any], run_id: str | None, now: int) -> Op:
+        """One sample dict as an UPSERT: fields present overwrite, fields absent keep their value.
+
+        Required: run_id (in the dict or given), task_id, model, sample_index, status. Keys the
+        store does not know (e.g. an attached `item`) are ignored. A finished sample without
+        `completed_at` gets `now`; `created_at` is set on first insert only.
+        """
+        try:
+            return self._encode(s, run_id, now)
+        except BaseException:
+            self.reset()  # texts remembered during this call were never emitted
+            raise
+
+    def encode_many(self, samples: Iterable[Mapping[str, Any]], run_id: str | None, now: int) -> list[Op]:
+        """All or nothing: if one sample is malformed, the memory of the others is dropped too."""
+        try:
+            return [self._encode(s, run_id, now) for s in samples]
+        except BaseException:
+            self.reset()
+            raise
+
+    def _encode(self, s: Mapping[str, Any], run_id: str | None, now: int) -> Op:
+        if not isinstance(s, Mapping):
+            raise TypeError(f"a sample must be a dict, got {type(s).__name__}")
+        rid = s.get("run_id") or run_id
+        task_id, model, index, status = s.get("task_id"), s.get("model"), s.get("sample_index"), s.get("status")
+        if not isinstance(rid, str) or not rid:
+            raise ValueError(f"{_where(s)}: no run_id (give it in the sample or to the writer)")
+        if not isinstance(task_id, str) or not task_id:
+            raise ValueError(f"{_where(s)}: task_id must be a non-empty string")
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"{_where(s)}: model must be a non-empty string (the model label)")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ValueError(f"{_where(s)}: sample_index must be an integer >= 0")
+        if status not in SAMPLE_STATUSES:
+            raise ValueError(f"{_where(s)}: status must be one of {', '.join(SAMPLE_STATUSES)}; got {status!r}")
+        cols = ["run_id", "task_id", "model", "sample_index", "status"]
+        vals: list[Any] = [rid, task_id, model, index, status]
+        texts: list[tuple[bytes, str]] = []
+        try:
+            if "prompt" in s:
+                cols.append("prompt_hash")
+                vals.append(self._prompt_ref(s["prompt"], texts))
+            if "dataset_row" in s:
+                cols.append("dataset_row_hash")
+                vals.append(self._row_ref((rid, task_id, index), s["dataset_row"], texts))
+            for name in _TEXT_FIELDS:
+                if name in s:
+                    value = s[name]
+                    if value is not None and not isinstance(value, str):
+                        raise TypeError(f"{name} must be a string or None, got {type(value).__name__}")
+                    cols.append(name)
+                    vals.append(value)
+            for name in _JSON_FIELDS:
+                if name in s:
+                    cols.append(name)
+                    vals.append(None if s[name] is None else to_json(s[name]))
+            if "latency_s" in s:
+                cols.append("latency_s")
+                vals.append(None if s["latency_s"] is None else float(s["latency_s"]))
+            for name in _TIME_FIELDS:
+                if name in s:
+                    cols.append(name)
+                    vals.append(None if s[name] is None else int(s[name]))
+        except (TypeError, ValueError) as exc:
+            kind = TypeError if isinstance(exc, TypeError) else ValueError
+            raise kind(f"{_where(s)}: {exc}") from None
+        if status in FINISHED_SAMPLE_STATUSES and "completed_at" not in s:
+            cols.append("completed_at")
+            vals.append(now)
+        created = s.get("created_at")
+        cols.append("created_at")
+        vals.append(now if created is None else int(created))
+        return Op(_sample_sql(tuple(cols), "created_at" in s), tuple(vals), tuple(texts))
+
+    def _prompt_ref(self, prompt: Any, texts: list[tuple[bytes, str]]) -> bytes | None:
+        if prompt is None:
+            return None
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
+        digest = self._prompts.get(prompt)
+        if digest is None:
+            digest = text_hash(prompt)
+            texts.append((digest, prompt))
+            if len(self._prompts) >= self._CACHE_LIMIT:
+                self._prompts.clear()
+            self._prompts[prompt] = digest
+        return digest
+
+    def _row_ref(self, key: tuple[str, str, int], row: Any, texts: list[tuple[bytes, str]]) -> bytes | None:
+        if row is None:
+            return None
+        cached = self._rows.get(key)
+        if cached is not None and cached[0] is row:
+            return cached[1]
+        body = _dumps(row)
+        digest = text_hash(body)
+        texts.append((digest, body))
+        if len(self._rows) >= self._CACHE_LIMIT:
+            self._rows.clear()
+        self._rows[key] = (row, digest)
+        return digest
+
+
+def encode_sample(s: Mapping[str, Any], run_id: str | None, now: int) -> Op:
+    """`SampleEncoder.encode` without text memory (every op carries its own texts)."""
+    return SampleEncoder().encode(s, run_id, now)
+
+
+_OUTPUT_SQL = (
+    "INSERT INTO outputs (request_key, output_text, usage, response_id, latency_s, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (request_key) DO UPDATE SET output_text = excluded.output_text, "
+    "usage = excluded.usage, response_id = excluded.response_id, latency_s = excluded.latency_s, "
+    "created_at = excluded.created_at"
+)
+
+
+def encode_output(o: Mapping[str, Any], now: int) -> Op | None:
+    """A cache entry, or None for an output that must not be cached (it carries an error)."""
+    if not isinstance(o, Mapping):
+        raise TypeError(f"a cached output must be a dict, got {type(o).__name__}")
+    if o.get("error"):
+        return None
+    key, text = o.get("request_key"), o.get("output_text")
+    if not isinstance(key, str) or not key:
+        raise ValueError("a cached output needs a request_key string")
+    if not isinstance(text, str):
+        raise ValueError(f"cached output {key[:12]}…: output_text must be a string (only successful outputs are cached)")
+    usage = o.get("usage")
+    latency = o.get("latency_s")
+    params = (
+        key,
+        text,
+        None if usage is None else to_json(usage),
+        o.get("response_id"),
+        None if latency is None else float(latency),
+        int(o.get("created_at") or now),
+    )
+    return Op(_OUTPUT_SQL, params)
+
+
+_TEXT_SQL = "INSERT OR IGNORE INTO texts (hash, body) VALUES (?, ?)"
+
+
+def write_ops(conn: sqlite3.Connection, ops: Iterable[Op]) -> int:
+    """Apply ops in order in one transaction (all or nothing); returns how many were applied."""
+    ops = list(ops)
+    if not ops:
+        return 0
+    texts: dict[bytes, str] = {}
+    for op in ops:
+        if op.texts:
+            texts.update(op.texts)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if texts:
+            conn.executemany(_TEXT_SQL, texts.items())
+        for sql, group in groupby(ops, key=lambda op: op.sql):
+            conn.executemany(sql, [op.params for op in group])
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return len(ops)
+
+
+SAMPLE_SELECT = (
+    "SELECT s.run_id, s.task_id, s.model, s.sample_index, s.status, p.body, s.target, s.output_text, "
+    "s.extracted_output, s.scores, s.judge, s.error, s.latency_s, s.usage, s.response_id, r.body, "
+    "s.request_key, s.grader_key, s.created_at, s.started_at, s.completed_at "
+    "FROM samples s LEFT JOIN texts p ON p.hash = s.prompt_hash LEFT JOIN texts r ON r.hash = s.dataset_row_hash"
+)
+SAMPLE_FIELDS = (
+    "run_id", "task_id", "model", "sample_index", "status", "prompt", "target", "output_text",
+    "extracted_output", "scores", "judge", "error", "latency_s", "usage", "response_id", "dataset_row",
+    "request_key", "grader_key", "created_at", "started_at", "completed_at",
+)
+_JSON_POSITIONS = tuple(SAMPLE_FIELDS.index(f) for f in ("scores", "judge", "error", "usage", "dataset_row"))
+
+
+def decode_sample(row: tuple[Any, ...]) -> dict[str, Any]:
+    """A `SAMPLE_SELECT` row as the sample dict the runner wrote."""
+    values = list(row)
+    for i in _JSON_POSITIONS:
+        if values[i] is not None:
+            values[i] = from_json(values[i])
+    return dict(zip(SAMPLE_FIELDS, values))

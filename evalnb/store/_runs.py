@@ -1,0 +1,403 @@
+"""Run records: creating, updating, listing, claiming and finding runs to continue.
+
+A mixin of `Store` (it uses the store's connection helpers); kept apart because "which runs
+exist and who is running them" is its own job, with its own rules on status and ownership.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import sqlite3
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from evalnb.errors import EvalnbError
+from evalnb.store._codec import SAMPLE_STATUSES, from_json, to_json
+from evalnb.store._keys import canonical_generation, canonical_json, model_secrets, redact, run_signature, sanitize_models
+from evalnb.store._owner import current_owner, owner_alive
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RUN_STATUSES = ("queued", "in_progress", "completed", "failed", "cancelled")
+TERMINAL_RUN_STATUSES = ("completed", "failed", "cancelled")
+RESUMABLE_RUN_STATUSES = ("queued", "in_progress", "failed", "cancelled")
+RUN_ID_RE = re.compile(r"^eval_run_[0-9a-f]{32}$")
+
+# Fields `update_run` may change.
+UPDATABLE_RUN_FIELDS = frozenset({"status", "started_at", "completed_at", "error", "metadata", "summary", "concurrency"})
+RUN_JSON_FIELDS = ("models", "generation", "task_ids", "metadata", "versions", "summary")
+_RUN_COLUMNS = (
+    "run_id", "suite_version", "status", "models", "generation", "task_ids", "max_samples", "concurrency",
+    "judge_model", "embedding_model", "signature", "metadata", "versions", "summary", "error", "owner_pid",
+    "owner_host", "owner_token", "created_at", "started_at", "completed_at", "updated_at",
+)
+_PACKAGES = ("evalnb", "pydantic", "httpx", "pandas", "numpy", "datasets", "regex")
+
+# Runs this process is executing right now: find_resumable_run never hands one of them out,
+# even though their owner (this process) is alive.
+_ACTIVE_RUNS: set[str] = set()
+_ACTIVE_LOCK = threading.Lock()
+
+
+class UnknownRunError(EvalnbError, KeyError):
+    """No run with this id in the store."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown run"
+
+
+class UnknownSuiteError(EvalnbError, KeyError):
+    """No suite version with this id in the store."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown suite version"
+
+
+def new_run_id() -> str:
+    return f"eval_run_{uuid.uuid4().hex}"
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+def error_text(error: Any) -> str | None:
+    """A run/task error as stored: text (exceptions as "Type: message", dicts as JSON)."""
+    if error is None:
+        return None
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}"
+    return error if isinstance(error, str) else to_json(error)
+
+
+@lru_cache(maxsize=1)
+def package_versions() -> dict[str, str]:
+    """Versions that can change results, recorded on every run for reproducibility."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str] = {
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "platform": f"{sys.platform}-{platform.machine()}",
+    }
+    for name in _PACKAGES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def check_run_status(status: Any) -> str:
+    if status not in RUN_STATUSES:
+        raise ValueError(f"run status must be one of {', '.join(RUN_STATUSES)}; got {status!r}")
+    return status
+
+
+def check_metadata(metadata: Any) -> dict[str, Any]:
+    """Run metadata: keys of 1-64 characters, string values of at most 512."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise ValueError(f"run metadata must be a dict, got {type(metadata).__name__}")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key or len(key) > 64:
+            raise ValueError(f"run metadata key {key!r}: must be a string of 1-64 characters")
+        if isinstance(value, str) and len(value) > 512:
+            raise ValueError(f"run metadata[{key!r}]: value longer than 512 characters ({len(value)})")
+    return metadata
+
+
+class RunRecords:
+    """The run half of `Store` (needs `_rows`, `_transaction`, `_scrub`, `add_secrets`, `path`)."""
+
+    def create_run(
+        self,
+        suite_version: str,
+        *,
+        models: Iterable[Any],
+        generation: Mapping[str, Any] | None = None,
+        task_ids: Iterable[str] | None = None,
+        max_samples: int | None = None,
+        concurrency: int | None = None,
+        judge_model: str | None = None,
+        embedding_model: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        manifest: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        status: str = "queued",
+    ) -> str:
+        """Record a new run owned by this process and return its id (`eval_run_<32 hex>`).
+
+        `models` may be `evalnb.Model` objects or dicts: only name/base_url/api/label are kept,
+        never api keys or headers (their values are also masked wherever else they appear).
+        `manifest`, when given, is saved as the suite version first.
+        """
+        models = list(models)
+        for model in models:
+            self.add_secrets(*model_secrets(model))
+        clean_models = sanitize_models(models)
+        if manifest is not None:
+            self.save_suite(suite_version, manifest)
+        elif not self.has_suite(suite_version):
+            raise UnknownSuiteError(f"suite version {suite_version!r} is not stored; save_suite() it first")
+        gen = self._scrub(redact(canonical_generation(generation)))
+        tasks = list(task_ids) if task_ids is not None else None
+        if tasks is not None and (not tasks or not all(isinstance(t, str) and t for t in tasks)):
+            raise ValueError("task_ids must be a non-empty list of task id strings (or None for all)")
+        if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, int) or max_samples < 1):
+            raise ValueError(f"max_samples must be a positive integer or None, got {max_samples!r}")
+        if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 25):
+            raise ValueError(f"concurrency must be an integer from 1 to 25, got {concurrency!r}")
+        meta = self._scrub(redact(check_metadata(metadata)))
+        check_run_status(status)
+        run_id = run_id or new_run_id()
+        if not RUN_ID_RE.match(run_id):
+            raise ValueError(f"run id {run_id!r} must look like eval_run_<32 hex digits>")
+        signature = run_signature(suite_version, clean_models, gen, tasks, max_samples, judge_model, embedding_model)
+        owner = current_owner()
+        now = _now()
+        with self._transaction() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+                raise ValueError(f"run {run_id} already exists")
+            conn.execute(
+                "INSERT INTO runs (run_id, suite_version, status, models, generation, task_ids, max_samples, "
+                "concurrency, judge_model, embedding_model, signature, metadata, versions, owner_pid, owner_host, "
+                "owner_token, created_at, started_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id, suite_version, status, to_json(clean_models), canonical_json(gen),
+                    None if tasks is None else to_json(tasks), max_samples, concurrency, judge_model,
+                    embedding_model, signature, to_json(meta), to_json(package_versions()), owner.pid,
+                    owner.host, owner.token, now, now if status == "in_progress" else None, now,
+                ),
+            )
+        if status not in TERMINAL_RUN_STATUSES:
+            with _ACTIVE_LOCK:
+                _ACTIVE_RUNS.add(run_id)
+        return run_id
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        """Change a run's status, timestamps, error, metadata, summary or concurrency.
+
+        A terminal status sets `completed_at` (unless given) and releases the run from this
+        process; `in_progress` sets `started_at` the first time.
+        """
+        unknown = sorted(set(fields) - UPDATABLE_RUN_FIELDS)
+        if unknown:
+            raise ValueError(f"cannot update run field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(UPDATABLE_RUN_FIELDS))}")
+        sets: dict[str, Any] = {}
+        now = _now()
+        status = fields.get("status")
+        if "status" in fields:
+            sets["status"] = check_run_status(status)
+            if status in TERMINAL_RUN_STATUSES and "completed_at" not in fields:
+                sets["completed_at"] = now
+            if status == "in_progress" and "started_at" not in fields:
+                sets["started_at"] = None  # placeholder: COALESCE below keeps the first start
+        for name in ("started_at", "completed_at"):
+            if name in fields:
+                sets[name] = None if fields[name] is None else int(fields[name])
+        if "error" in fields:
+            sets["error"] = self._scrub(error_text(fields["error"]))
+        if "metadata" in fields:
+            sets["metadata"] = to_json(self._scrub(redact(check_metadata(fields["metadata"]))))
+        if "summary" in fields:
+            sets["summary"] = None if fields["summary"] is None else to_json(self._scrub(fields["summary"]))
+        if "concurrency" in fields:
+            sets["concurrency"] = fields["concurrency"]
+        assignments = []
+        params: list[Any] = []
+        for name, value in sets.items():
+            if name == "started_at" and value is None and "started_at" not in fields:
+                assignments.append("started_at = COALESCE(started_at, ?)")
+                params.append(now)
+            else:
+                assignments.append(f"{name} = ?")
+                params.append(value)
+        assignments.append("updated_at = ?")
+        params.append(now)
+        with self._transaction() as conn:
+            cur = conn.execute(f"UPDATE runs SET {', '.join(assignments)} WHERE run_id = ?", (*params, run_id))
+            if cur.rowcount == 0:
+                raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
+        if status in TERMINAL_RUN_STATUSES:
+            with _ACTIVE_LOCK:
+                _ACTIVE_RUNS.discard(run_id)
+
+    def _decode_run(self, row: tuple[Any, ...]) -> dict[str, Any]:
+        run = dict(zip(_RUN_COLUMNS, row))
+        for name in RUN_JSON_FIELDS:
+            run[name] = from_json(run[name])
+        run["owner"] = {"pid": run.pop("owner_pid"), "host": run.pop("owner_host")}
+        run.pop("owner_token")
+        return run
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        """The run record, with live sample `counts` ({"total": n, "<status>": n, ...})."""
+        rows = self._rows(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
+        run = self._decode_run(rows[0])
+        run["counts"] = self.sample_counts(run_id)
+        return run
+
+    def sample_counts(self, run_id: str) -> dict[str, int]:
+        """{"total": n, "completed": n, "failed": n, ...} for every sample status."""
+        counts = dict.fromkeys(SAMPLE_STATUSES, 0)
+        for status, n in self._rows("SELECT status, count(*) FROM samples WHERE run_id = ? GROUP BY status", (run_id,)):
+            counts[status] = n
+        return {"total": sum(counts.values()), **counts}
+
+    def list_runs(self, *, suite_version: str | None = None, status: str | None = None, limit: int | None = None) -> pd.DataFrame:
+        """Runs, newest first: one row each, with sample counts and UTC datetimes."""
+        import pandas as pd
+
+        where, params = [], []
+        if suite_version is not None:
+            where.append("r.suite_version = ?")
+            params.append(suite_version)
+        if status is not None:
+            where.append("r.status = ?")
+            params.append(check_run_status(status))
+        sql = (
+            "SELECT r.run_id, r.suite_version, r.status, r.models, r.task_ids, r.judge_model, r.created_at, "
+            "r.started_at, r.completed_at, r.error, r.metadata, "
+            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id), "
+            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'completed'), "
+            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'failed') "
+            "FROM runs r" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.created_at DESC, r.rowid DESC"
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        records = []
+        for (rid, sver, st, models, tasks, judge, created, started, completed, error, meta, n, n_ok, n_failed) in self._rows(sql, params):
+            records.append(
+                {
+                    "run_id": rid, "suite_version": sver, "status": st,
+                    "models": ", ".join(m["label"] for m in from_json(models)),
+                    "tasks": ", ".join(from_json(tasks)) if tasks else "(all)",
+                    "n_samples": n, "n_completed": n_ok, "n_failed": n_failed,
+                    "created_at": created, "started_at": started, "completed_at": completed,
+                    "duration_s": (completed - started) if completed is not None and started is not None else None,
+                    "judge_model": judge, "error": error, "metadata": from_json(meta),
+                }
+            )
+        columns = [
+            "run_id", "suite_version", "status", "models", "tasks", "n_samples", "n_completed", "n_failed",
+            "created_at", "started_at", "completed_at", "duration_s", "judge_model", "error", "metadata",
+        ]
+        frame = pd.DataFrame.from_records(records, columns=columns)
+        for name in ("created_at", "started_at", "completed_at"):
+            frame[name] = pd.to_datetime(frame[name], unit="s", utc=True)
+        frame["duration_s"] = frame["duration_s"].astype("Float64")
+        return frame
+
+    def claim_run(self, run_id: str) -> dict[str, Any]:
+        """Make this process the owner of a run to continue it: status `in_progress`, error cleared.
+
+        Refuses a completed run, and a run whose owner is another live process.
+        """
+        me = current_owner()
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT status, owner_pid, owner_host, owner_token FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
+            status, pid, host, token = row
+            if status == "completed":
+                raise EvalnbError(f"run {run_id} is completed; nothing to continue")
+            mine = pid == me.pid and host == me.host and token == me.token
+            if status in ("queued", "in_progress") and not mine and owner_alive(pid, host, token):
+                raise EvalnbError(f"run {run_id} is still running (process {pid} on {host})")
+            if mine:
+                with _ACTIVE_LOCK:
+                    if run_id in _ACTIVE_RUNS and status in ("queued", "in_progress"):
+                        raise EvalnbError(f"run {run_id} is already running in this process")
+            now = _now()
+            conn.execute(
+                "UPDATE runs SET status = 'in_progress', error = NULL, completed_at = NULL, "
+                "started_at = COALESCE(started_at, ?), owner_pid = ?, owner_host = ?, owner_token = ?, updated_at = ? "
+                "WHERE run_id = ?",
+                (now, me.pid, me.host, me.token, now, run_id),
+            )
+        with _ACTIVE_LOCK:
+            _ACTIVE_RUNS.add(run_id)
+        return self.get_run(run_id)
+
+    def find_resumable_run(
+        self,
+        suite_version: str,
+        *,
+        models: Iterable[Any],
+        generation: Mapping[str, Any] | None = None,
+        task_ids: Iterable[str] | None = None,
+        max_samples: int | None = None,
+        judge_model: str | None = None,
+        embedding_model: str | None = None,
+    ) -> str | None:
+        """The newest run of exactly this configuration that died or stopped, else None.
+
+        Candidates: `failed` or `cancelled` runs, and `queued`/`in_progress` runs whose owner
+        process is gone. A run still executing (in another live process, or in this one) is
+        never returned. Arguments are the same as `create_run`'s.
+        """
+        gen = self._scrub(redact(canonical_generation(generation)))
+        signature = run_signature(
+            suite_version, sanitize_models(models), gen,
+            list(task_ids) if task_ids is not None else None, max_samples, judge_model, embedding_model,
+        )
+        placeholders = ", ".join("?" * len(RESUMABLE_RUN_STATUSES))
+        rows = self._rows(
+            f"SELECT run_id, status, owner_pid, owner_host, owner_token FROM runs WHERE signature = ? "
+            f"AND status IN ({placeholders}) ORDER BY created_at DESC, rowid DESC",
+            (signature, *RESUMABLE_RUN_STATUSES),
+        )
+        me = current_owner()
+        for run_id, status, pid, host, token in rows:
+            with _ACTIVE_LOCK:
+                if run_id in _ACTIVE_RUNS:
+                    continue
+            if status in ("failed", "cancelled"):
+                return run_id
+            mine = pid == me.pid and host == me.host and token == me.token
+            if mine or not owner_alive(pid, host, token):
+                return run_id
+        return None
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove a run, its samples and task metrics. Cached outputs stay (they are shared);
+        `compact()` reclaims the prompts and rows nothing refers to any more."""
+        with self._transaction() as conn:
+            cur = conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+            if cur.rowcount == 0:
+                raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
+            conn.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM task_metrics WHERE run_id = ?", (run_id,))
+        with _ACTIVE_LOCK:
+            _ACTIVE_RUNS.discard(run_id)
+
+    def compact(self) -> int:
+        """Drop prompts/rows no sample refers to any more, then VACUUM; returns texts dropped.
+
+        Call it when no run is writing: a live writer may be about to refer to a text again.
+        """
+        with self._transaction() as conn:
+            cur = conn.execute(
+                "DELETE FROM texts WHERE hash NOT IN (SELECT prompt_hash FROM samples WHERE prompt_hash IS NOT NULL "
+                "UNION SELECT dataset_row_hash FROM samples WHERE dataset_row_hash IS NOT NULL)"
+            )
+            dropped = cur.rowcount
+        self._encoder.reset()
+        with self._lock:
+            self._conn.execute("VACUUM")
+        return dropped
+

@@ -1,0 +1,159 @@
+"""The SQLite schema, connection settings and the migration hook.
+
+One file, WAL journal: one writer at a time (across threads and processes) while any number
+of readers keep reading the last committed state. `synchronous=NORMAL` makes a commit
+durable against a crash of the writing process (the WAL is in the OS page cache); an OS crash
+or power cut may lose the last commits but never corrupts the file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from evalnb.errors import EvalnbError
+
+SCHEMA_VERSION = 1
+
+# Large, repeated texts (prompts, dataset rows) live once in `texts`, keyed by a 16-byte
+# BLAKE2b digest: the same prompt is shared by every model of a run and by every re-run.
+_DDL_V1 = [
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE suites (
+        version TEXT PRIMARY KEY,
+        manifest TEXT NOT NULL,
+        created_at INTEGER NOT NULL)""",
+    """CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        suite_version TEXT NOT NULL,
+        status TEXT NOT NULL,
+        models TEXT NOT NULL,
+        generation TEXT NOT NULL,
+        task_ids TEXT,
+        max_samples INTEGER,
+        concurrency INTEGER,
+        judge_model TEXT,
+        embedding_model TEXT,
+        signature TEXT NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        versions TEXT NOT NULL DEFAULT '{}',
+        summary TEXT,
+        error TEXT,
+        owner_pid INTEGER,
+        owner_host TEXT,
+        owner_token TEXT,
+        created_at INTEGER NOT NULL,
+        started_at INTEGER,
+        completed_at INTEGER,
+        updated_at INTEGER NOT NULL)""",
+    "CREATE INDEX runs_by_signature ON runs (signature, created_at)",
+    "CREATE INDEX runs_by_created ON runs (created_at)",
+    "CREATE TABLE texts (hash BLOB PRIMARY KEY, body TEXT NOT NULL)",
+    """CREATE TABLE samples (
+        run_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        sample_index INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        prompt_hash BLOB,
+        target TEXT,
+        output_text TEXT,
+        extracted_output TEXT,
+        scores TEXT,
+        judge TEXT,
+        error TEXT,
+        latency_s REAL,
+        usage TEXT,
+        response_id TEXT,
+        dataset_row_hash BLOB,
+        request_key TEXT,
+        grader_key TEXT,
+        created_at INTEGER,
+        started_at INTEGER,
+        completed_at INTEGER,
+        PRIMARY KEY (run_id, task_id, model, sample_index))""",
+    "CREATE INDEX samples_by_status ON samples (run_id, status, task_id, model, sample_index)",
+    """CREATE TABLE outputs (
+        request_key TEXT PRIMARY KEY,
+        output_text TEXT NOT NULL,
+        usage TEXT,
+        response_id TEXT,
+        latency_s REAL,
+        created_at INTEGER NOT NULL)""",
+    """CREATE TABLE task_metrics (
+        run_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        metrics TEXT,
+        error TEXT,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, task_id, model))""",
+]
+
+# MIGRATIONS[n] upgrades a store from schema n to n + 1 inside the opening transaction.
+# Add an entry (and bump SCHEMA_VERSION) whenever the schema changes; never edit _DDL_V1.
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: dict[int, Migration] = {}
+
+
+def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
+    """A connection with evalnb's settings; usable from any thread (callers serialise use)."""
+    conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise EvalnbError(f"cannot use {path} as an evalnb store: WAL journal mode unavailable (got {mode!r})")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute("PRAGMA cache_size = -32000")  # up to 32 MB page cache per connection
+        conn.execute("PRAGMA mmap_size = 268435456")  # read through a 256 MB map: no read() per page
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _stored_version(conn: sqlite3.Connection) -> int | None:
+    has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+    if not has_meta:
+        return None
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else None
+
+
+def ensure_schema(conn: sqlite3.Connection) -> int:
+    """Create the schema if missing and run pending migrations; returns the schema version.
+
+    Refuses a store written by a newer evalnb rather than guessing at its layout.
+    """
+    current = _stored_version(conn)
+    if current == SCHEMA_VERSION:
+        return current
+    conn.execute("BEGIN IMMEDIATE")  # another process may be creating it right now
+    try:
+        current = _stored_version(conn)
+        if current is None:
+            for statement in _DDL_V1:
+                conn.execute(statement)
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', '1')")
+            current = 1
+        if current > SCHEMA_VERSION:
+            raise EvalnbError(
+                f"this store uses schema version {current}, newer than this evalnb understands "
+                f"({SCHEMA_VERSION}); upgrade evalnb to open it"
+            )
+        while current < SCHEMA_VERSION:
+            migrate = MIGRATIONS.get(current)
+            if migrate is None:
+                raise EvalnbError(f"no migration from store schema version {current} to {current + 1}")
+            migrate(conn)
+            current += 1
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(current),))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return current

@@ -1,0 +1,289 @@
+"""`Store`: the one place that knows SQL. Suites, runs, samples, task metrics, output cache."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalnb.errors import EvalnbError
+from evalnb.store._codec import (
+    SAMPLE_FIELDS,
+    SAMPLE_SELECT,
+    SAMPLE_STATUSES,
+    SampleEncoder,
+    decode_sample,
+    encode_output,
+    from_json,
+    to_json,
+    write_ops,
+)
+from evalnb.store._keys import canonical_json, redact
+from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
+from evalnb.store._schema import connect, ensure_schema
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalnb.store._writer import StoreWriter
+
+_IN_CHUNK = 500  # keys per IN (...) query: well under SQLite's variable limit
+
+
+def default_store_path() -> Path:
+    """`<evalnb home>/evalnb.sqlite`."""
+    from evalnb.home import evalnb_home
+
+    return evalnb_home() / "evalnb.sqlite"
+
+
+class Store(RunRecords):
+    """SQLite store in WAL mode: one writer at a time, any number of concurrent readers.
+
+    Safe to share between threads (calls are serialised by a lock); for the hot path use
+    `writer()`, which commits from its own thread and connection.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 30.0) -> None:
+        self.path = Path(path).expanduser().resolve() if path is not None else default_store_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._timeout = timeout
+        self._lock = threading.RLock()
+        self._secrets: set[str] = set()
+        self._encoder = SampleEncoder()
+        self._conn = self._connect()
+        try:
+            self.schema_version = ensure_schema(self._conn)
+        except BaseException:
+            self._conn.close()
+            raise
+        self._closed = False
+
+    def _connect(self):  # noqa: ANN202 - sqlite3.Connection, used by StoreWriter
+        return connect(self.path, timeout=self._timeout)
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    # ---- plumbing ---------------------------------------------------------------------------
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            self._check_open()
+            return self._conn.execute(sql, tuple(params)).fetchall()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        with self._lock:
+            self._check_open()
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+
+    def _check_open(self) -> None:
+        if getattr(self, "_closed", False):
+            raise EvalnbError(f"the store {self.path} is closed")
+
+    def close(self) -> None:
+        """Close the connection (idempotent). Writers from `writer()` must be closed first."""
+        with self._lock:
+            if not self._closed:
+                self._conn.close()
+                self._closed = True
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def integrity_check(self) -> str:
+        """SQLite's own verdict on the file: "ok" when intact."""
+        return "\n".join(str(r[0]) for r in self._rows("PRAGMA integrity_check"))
+
+    def add_secrets(self, *secrets: str) -> None:
+        """Strings that must never be written: they are masked in run and sample errors."""
+        self._secrets.update(s for s in secrets if isinstance(s, str) and len(s) >= 4)
+
+    def _scrub(self, value: Any) -> Any:
+        return redact(value, self._secrets) if self._secrets and value else value
+
+    # ---- suites -----------------------------------------------------------------------------
+    def save_suite(self, version: str, manifest: Mapping[str, Any]) -> str:
+        """Store a suite version's manifest once (the version is a content hash, so re-saving is a no-op)."""
+        if not isinstance(version, str) or not version:
+            raise ValueError("suite version must be a non-empty string")
+        if not isinstance(manifest, Mapping):
+            raise TypeError(f"manifest must be a dict, got {type(manifest).__name__}")
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO suites (version, manifest, created_at) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING",
+                (version, canonical_json(dict(manifest)), _now()),
+            )
+        return version
+
+    def get_suite(self, version: str) -> dict[str, Any]:
+        """The stored manifest dict of a suite version."""
+        rows = self._rows("SELECT manifest FROM suites WHERE version = ?", (version,))
+        if not rows:
+            raise UnknownSuiteError(f"unknown suite version {version!r} (not in {self.path})")
+        return from_json(rows[0][0])
+
+    def has_suite(self, version: str) -> bool:
+        return bool(self._rows("SELECT 1 FROM suites WHERE version = ?", (version,)))
+
+    # ---- samples ----------------------------------------------------------------------------
+    def _scrub_sample(self, sample: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Mask known secrets in a sample's error (errors may quote a request); other fields pass."""
+        if self._secrets and isinstance(sample, Mapping) and sample.get("error"):
+            error = sample["error"]
+            if isinstance(error, BaseException):
+                error = {"type": type(error).__name__, "message": str(error)}
+            return {**sample, "error": redact(error, self._secrets)}
+        return sample
+
+    def write_samples(self, samples: Iterable[Mapping[str, Any]], *, run_id: str | None = None) -> int:
+        """UPSERT samples in one transaction; returns how many. See `StoreWriter` for the hot path.
+
+        Keyed by (run_id, task_id, model, sample_index): fields present overwrite, fields
+        absent keep their stored value. Malformed samples raise before anything is written.
+        """
+        with self._lock:
+            self._check_open()
+            ops = self._encoder.encode_many((self._scrub_sample(s) for s in samples), run_id, _now())
+            try:
+                return write_ops(self._conn, ops)
+            except BaseException:
+                self._encoder.reset()
+                raise
+
+    def writer(self, run_id: str | None = None, **options: Any) -> StoreWriter:
+        """A group-committing background writer on its own connection (see `StoreWriter`)."""
+        from evalnb.store._writer import StoreWriter
+
+        return StoreWriter(self, run_id=run_id, **options)
+
+    def iter_samples(
+        self,
+        run_id: str,
+        *,
+        task_id: str | None = None,
+        model: str | None = None,
+        status: str | Iterable[str] | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[dict[str, Any]]:
+        """Samples ordered by (task_id, model, sample_index), fetched `batch_size` at a time.
+
+        Memory stays bounded however large the run; rows committed while iterating may or
+        may not be seen.
+        """
+        where, params = ["s.run_id = ?"], [run_id]
+        if task_id is not None:
+            where.append("s.task_id = ?")
+            params.append(task_id)
+        if model is not None:
+            where.append("s.model = ?")
+            params.append(model)
+        if status is not None:
+            statuses = [status] if isinstance(status, str) else list(status)
+            bad = [s for s in statuses if s not in SAMPLE_STATUSES]
+            if bad:
+                raise ValueError(f"sample status must be one of {', '.join(SAMPLE_STATUSES)}; got {bad[0]!r}")
+            where.append(f"s.status IN ({', '.join('?' * len(statuses))})")
+            params.extend(statuses)
+        base = SAMPLE_SELECT + " WHERE " + " AND ".join(where)
+        order = " ORDER BY s.task_id, s.model, s.sample_index LIMIT ?"
+        last: tuple[Any, ...] | None = None
+        while True:
+            if last is None:
+                rows = self._rows(base + order, (*params, batch_size))
+            else:
+                rows = self._rows(base + " AND (s.task_id, s.model, s.sample_index) > (?, ?, ?)" + order, (*params, *last, batch_size))
+            for row in rows:
+                yield decode_sample(row)
+            if len(rows) < batch_size:
+                return
+            last = (rows[-1][1], rows[-1][2], rows[-1][3])
+
+    def samples(self, run_id: str, *, task_id: str | None = None, model: str | None = None, status: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """All matching samples as dicts (the shape the runner wrote). For big runs prefer `iter_samples`."""
+        return list(self.iter_samples(run_id, task_id=task_id, model=model, status=status))
+
+    def samples_df(self, run_id: str, *, task_id: str | None = None, model: str | None = None, status: str | Iterable[str] | None = None) -> pd.DataFrame:
+        """Matching samples as a raw DataFrame (one column per stored field; JSON fields as objects)."""
+        import pandas as pd
+
+        rows = self.iter_samples(run_id, task_id=task_id, model=model, status=status)
+        return pd.DataFrame.from_records(rows, columns=list(SAMPLE_FIELDS))
+
+    def completed_keys(self, run_id: str, *, statuses: Iterable[str] = ("completed",)) -> set[tuple[str, str, int]]:
+        """(task_id, model, sample_index) of finished samples, so a resumed run skips them."""
+        statuses = list(statuses)
+        placeholders = ", ".join("?" * len(statuses))
+        rows = self._rows(
+            f"SELECT task_id, model, sample_index FROM samples WHERE run_id = ? AND status IN ({placeholders})",
+            (run_id, *statuses),
+        )
+        return {(t, m, i) for t, m, i in rows}
+
+    # ---- the output cache -------------------------------------------------------------------
+    def lookup_outputs(self, request_keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Cached successful outputs for the keys that have one (misses are simply absent)."""
+        keys = list(dict.fromkeys(request_keys))
+        found: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            self._check_open()
+            for start in range(0, len(keys), _IN_CHUNK):
+                chunk = keys[start : start + _IN_CHUNK]
+                rows = self._conn.execute(
+                    "SELECT request_key, output_text, usage, response_id, latency_s, created_at FROM outputs "
+                    f"WHERE request_key IN ({', '.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
+                for key, text, usage, response_id, latency, created in rows:
+                    found[key] = {
+                        "request_key": key, "output_text": text, "usage": from_json(usage),
+                        "response_id": response_id, "latency_s": latency, "created_at": created,
+                    }
+        return found
+
+    def put_outputs(self, outputs: Iterable[Mapping[str, Any]]) -> int:
+        """Cache successful outputs (latest wins); entries with an `error` are skipped. Returns how many were stored."""
+        now = _now()
+        ops = [op for op in (encode_output(o, now) for o in outputs) if op is not None]
+        with self._lock:
+            self._check_open()
+            return write_ops(self._conn, ops)
+
+    # ---- batch-grader task metrics ------------------------------------------------------------
+    def write_task_metrics(
+        self, run_id: str, task_id: str, model: str, metrics: Mapping[str, Any] | None = None, error: Any = None
+    ) -> None:
+        """Record a batch grader's task metrics (metric id -> number) or its error, replacing earlier ones."""
+        if metrics is not None and not isinstance(metrics, Mapping):
+            raise TypeError(f"task metrics must be a dict of metric id -> number, got {type(metrics).__name__}")
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO task_metrics (run_id, task_id, model, metrics, error, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (run_id, task_id, model) DO UPDATE SET metrics = excluded.metrics, "
+                "error = excluded.error, updated_at = excluded.updated_at",
+                (run_id, task_id, model, None if metrics is None else to_json(dict(metrics)),
+                 self._scrub(error_text(error)), _now()),
+            )
+
+    def task_metrics(self, run_id: str) -> list[dict[str, Any]]:
+        """Batch-grader results of a run: [{task_id, model, metrics, error, updated_at}]."""
+        rows = self._rows(
+            "SELECT task_id, model, metrics, error, updated_at FROM task_metrics WHERE run_id = ? ORDER BY task_id, model",
+            (run_id,),
+        )
+        return [
+            {"task_id": t, "model": m, "metrics": from_json(x), "error": e, "updated_at": u} for t, m, x, e, u in rows
+        ]

@@ -1,0 +1,203 @@
+"""Group commit: finished samples are handed over in O(1) and committed in batches.
+
+The runner calls `add()` from its event loop; a background thread (with its own SQLite
+connection) commits whatever has arrived every `interval_s` (default 50 ms), or sooner when
+`max_batch` items are waiting or someone calls `flush()`.
+
+What "written as it finishes" means for a crash: everything handed over more than about
+`interval_s` plus one commit (~100 ms in all) before the process dies is on disk; after
+`flush()` returns, everything handed over before the call is. A write error stops the writer
+and is raised by the next `add()`/`flush()`/`close()`, so it cannot go unnoticed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from evalnb.errors import EvalnbError
+from evalnb.store._codec import Op, SampleEncoder, encode_output, write_ops
+
+if TYPE_CHECKING:
+    from evalnb.store._store import Store
+
+
+class StoreWriteError(EvalnbError):
+    """The background writer could not commit; the samples it held were not saved."""
+
+
+class StoreWriter:
+    """Buffers samples and cache entries and commits them from a background thread.
+
+    Use as a context manager or call `close()`; `flush()` blocks until everything handed over
+    so far is committed. `add()` blocks only when `max_pending` items are already waiting
+    (back-pressure instead of unbounded memory).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        run_id: str | None = None,
+        interval_s: float = 0.05,
+        max_batch: int = 5000,
+        max_pending: int = 200_000,
+    ) -> None:
+        if interval_s < 0 or max_batch < 1 or max_pending < 1:
+            raise ValueError("interval_s must be >= 0, max_batch and max_pending >= 1")
+        self.run_id = run_id
+        self._interval = interval_s
+        self._max_batch = max_batch
+        self._max_pending = max_pending
+        self._cond = threading.Condition()
+        self._pending: deque[Op] = deque()
+        self._queued = 0  # ops ever handed over
+        self._committed = 0  # ops committed
+        self._flush_to = 0  # a flush() is waiting for _committed to reach this
+        self._error: BaseException | None = None
+        self._error_reported = False
+        self._closing = False
+        self._closed = False
+        self._encoder = SampleEncoder()
+        self._scrub = store._scrub_sample
+        self._conn = store._connect()
+        self._thread = threading.Thread(target=self._loop, name="evalnb-store-writer", daemon=True)
+        self._thread.start()
+        atexit.register(self._at_exit)
+
+    # ---- handing over -------------------------------------------------------------------
+    def add(self, sample: Mapping[str, Any]) -> None:
+        """Queue one sample (UPSERT); validation errors raise here, on the caller's thread."""
+        self._enqueue([self._encoder.encode(self._scrub(sample), self.run_id, int(time.time()))])
+
+    def add_samples(self, samples: Iterable[Mapping[str, Any]]) -> None:
+        """Queue several samples; if any is malformed, none is queued."""
+        scrub = self._scrub
+        self._enqueue(self._encoder.encode_many((scrub(s) for s in samples), self.run_id, int(time.time())))
+
+    def put_outputs(self, outputs: Iterable[Mapping[str, Any]]) -> None:
+        """Queue output-cache entries; entries carrying an `error` are skipped."""
+        now = int(time.time())
+        ops = [op for op in (encode_output(o, now) for o in outputs) if op is not None]
+        self._enqueue(ops)
+
+    def _enqueue(self, ops: list[Op]) -> None:
+        if not ops:
+            return
+        with self._cond:
+            self._check()
+            while len(self._pending) >= self._max_pending and self._error is None:
+                self._cond.wait()
+            self._check()
+            was_empty = not self._pending
+            self._pending.extend(ops)
+            self._queued += len(ops)
+            if was_empty or len(self._pending) >= self._max_batch:
+                self._cond.notify_all()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            self._raise_error()
+        if self._closing:
+            raise StoreWriteError("the store writer is closed")
+
+    # ---- waiting ----------------------------------------------------------------------------
+    @property
+    def pending(self) -> int:
+        """Items handed over and not yet committed."""
+        with self._cond:
+            return self._queued - self._committed
+
+    @property
+    def committed(self) -> int:
+        """Items committed since this writer started."""
+        with self._cond:
+            return self._committed
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Block until everything handed over before this call is committed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            target = self._queued
+            self._flush_to = max(self._flush_to, target)
+            self._cond.notify_all()
+            while self._committed < target and self._error is None:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"store flush timed out with {target - self._committed} items pending")
+                self._cond.wait(remaining)
+            if self._error is not None:
+                self._raise_error()
+
+    def _raise_error(self) -> None:
+        self._error_reported = True
+        raise StoreWriteError(f"the store writer stopped: {self._error}") from self._error
+
+    def close(self) -> None:
+        """Flush, stop the thread and close its connection. Safe to call twice.
+
+        Raises `StoreWriteError` if the writer failed and no earlier call has said so.
+        """
+        if self._closed:
+            return
+        try:
+            if self._thread.is_alive():
+                self.flush()
+            elif self._error is not None and not self._error_reported:
+                self._raise_error()
+        finally:
+            with self._cond:
+                self._closing = True
+                self._cond.notify_all()
+            self._thread.join()
+            self._conn.close()
+            self._closed = True
+            atexit.unregister(self._at_exit)
+
+    def _at_exit(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown; nothing left to tell
+            pass
+
+    def __enter__(self) -> StoreWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- the writer thread ------------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closing:
+                    self._cond.wait()
+                if not self._pending:
+                    return  # closing and drained
+                deadline = time.monotonic() + self._interval
+                while (
+                    len(self._pending) < self._max_batch
+                    and self._flush_to <= self._committed
+                    and not self._closing
+                ):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+                n = min(len(self._pending), self._max_batch)
+                batch = [self._pending.popleft() for _ in range(n)]
+            try:
+                write_ops(self._conn, batch)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller by _check/flush
+                with self._cond:
+                    self._error = exc
+                    self._pending.clear()
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._committed += n
+                self._cond.notify_all()

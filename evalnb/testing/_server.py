@@ -1,0 +1,394 @@
+"""LocalModelServer: a real OpenAI-compatible HTTP server on 127.0.0.1 with scripted answers.
+
+It runs its own event loop in its own thread, so the same object works from plain code, from
+inside a running event loop (async tests, Jupyter) and as ``with`` or ``async with``. Because
+it is a real socket server, the code under test goes through its real HTTP client: pooling,
+timeouts, retries and headers are exercised, not mocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import random
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, Union
+
+from evalnb.testing import _replies as replies
+from evalnb.testing._faults import Fault, FaultSchedule, Latency, check_latency, pick_latency
+from evalnb.testing._http import BadRequest, HttpRequest, read_request, response_bytes
+
+Responder = Union[Mapping[str, str], Callable[..., Any], None]
+Embedder = Callable[[list[str]], Sequence[Sequence[float]]]
+
+_ANSWERED = ("/v1/responses", "/v1/chat/completions", "/v1/completions")
+_ROUTES = {
+    ("POST", "/v1/responses"),
+    ("POST", "/v1/chat/completions"),
+    ("POST", "/v1/completions"),
+    ("POST", "/v1/embeddings"),
+    ("GET", "/v1/models"),
+}
+_MALFORMED = b'{"id": "resp_malformed", "object": "response", "output": [{"type": "mess'
+
+
+class RecordedRequest(NamedTuple):
+    """One request as the server saw it: unpacks as ``path, body, headers``."""
+
+    path: str
+    body: Any  # the parsed JSON body (None for GET or when the body is not JSON)
+    headers: dict[str, str]  # header names lower-cased, e.g. headers["authorization"]
+
+
+class LocalModelServer:
+    """An OpenAI-compatible model server on ``127.0.0.1`` that answers from a script.
+
+    Endpoints: ``POST /v1/responses``, ``/v1/chat/completions``, ``/v1/completions``,
+    ``/v1/embeddings`` and ``GET /v1/models``.
+
+    ``responder`` decides the answer text from the request's prompt (Responses ``input`` — a
+    string, or the last user message of a list; chat: the last user message):
+
+    - a dict from prompt *substring* to answer: the first key found in the prompt (in
+      insertion order) wins, else ``default``;
+    - a callable ``responder(request_json)`` or ``responder(request_json, path)`` returning
+      the answer ``str``, a full reply body ``dict`` (sent as-is), a `Fault` (or
+      ``{"fault": {...Fault fields...}}``) to misbehave on this request, or ``None`` for
+      ``default``. An exception in it becomes an HTTP 500 naming it.
+
+    ``faults`` (a list of `Fault`, or a callable ``(request_json, path) -> Fault | None``)
+    script failures; ``latency`` (seconds, or a ``(low, high)`` range drawn with ``seed``)
+    delays every model call. ``embedder(texts) -> vectors`` replaces the default
+    deterministic hash embeddings.
+
+    >>> with LocalModelServer({"capital of France": "Paris"}) as server:
+    ...     url = server.base_url          # "http://127.0.0.1:<port>/v1"
+    ...     # point a client at url; afterwards inspect server.requests, server.max_in_flight
+    """
+
+    def __init__(
+        self,
+        responder: Responder = None,
+        *,
+        default: str = "42",
+        faults: Sequence[Fault] | Callable[[dict, str], Fault | None] | None = None,
+        latency: Latency = 0.0,
+        embedder: Embedder | None = None,
+        embedding_dim: int = replies.DEFAULT_EMBEDDING_DIM,
+        model: str = "local-model",
+        seed: int = 0,
+        port: int = 0,
+    ):
+        if responder is not None and not callable(responder) and not isinstance(responder, Mapping):
+            raise TypeError("responder must be a dict of prompt substring -> answer, or a callable")
+        check_latency(latency, "latency")
+        self._responder = dict(responder) if isinstance(responder, Mapping) else responder
+        self._pass_path = callable(responder) and _takes_two_args(responder)
+        self.default = default
+        self.latency = latency
+        self.embedder = embedder
+        self.embedding_dim = embedding_dim
+        self.model = model
+        self._seed = seed
+        self._requested_port = port
+        self._schedule = FaultSchedule(faults)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._port: int | None = None
+        self.reset()
+
+    # ---- what tests look at -------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1`` — what an OpenAI client's ``base_url`` should be."""
+        return f"{self.url}/v1"
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (no ``/v1``)."""
+        if self._port is None:
+            raise RuntimeError("LocalModelServer is not running: call start() or use `with`")
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def port(self) -> int | None:
+        return self._port
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received since start or `reset`, in arrival order (a copy)."""
+        return list(self._requests)
+
+    @property
+    def request_count(self) -> int:
+        return len(self._requests)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests received and not yet answered right now."""
+        return self._in_flight
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests ever in flight at once: the client's real concurrency."""
+        return self._max_in_flight
+
+    def reset(self) -> None:
+        """Forget recorded requests, in-flight peak and fault counters (the script restarts)."""
+        self._requests: list[RecordedRequest] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._served = 0
+        self._rng = random.Random(self._seed)
+        self._schedule.reset()
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    def start(self) -> LocalModelServer:
+        """Start serving (in a background thread); returns once the port is bound."""
+        if self._thread is not None:
+            return self
+        ready = threading.Event()
+        failure: list[BaseException] = []
+        self._thread = threading.Thread(
+            target=self._run, args=(ready, failure), name="LocalModelServer", daemon=True
+        )
+        self._thread.start()
+        if not ready.wait(10) or failure:
+            self._thread.join(1)
+            self._thread = None
+            raise RuntimeError("LocalModelServer failed to start") from (failure[0] if failure else None)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: open connections are closed and requests in progress dropped."""
+        thread, loop, stopping = self._thread, self._loop, self._stopping
+        if thread is None or loop is None or stopping is None:
+            return
+        try:
+            loop.call_soon_threadsafe(stopping.set)
+        except RuntimeError:  # the loop already ended
+            pass
+        thread.join(10)
+        self._thread = self._loop = self._stopping = None
+        self._port = None
+
+    def __enter__(self) -> LocalModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> LocalModelServer:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.stop)
+
+    def __repr__(self) -> str:
+        where = self.base_url if self._port is not None else "stopped"
+        return f"<LocalModelServer {where} requests={self.request_count}>"
+
+    def _run(self, ready: threading.Event, failure: list[BaseException]) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main(ready))
+        except BaseException as exc:  # reported to start(); the thread must not die silently
+            failure.append(exc)
+            ready.set()
+        finally:
+            loop.close()
+
+    async def _main(self, ready: threading.Event) -> None:
+        self._stopping = asyncio.Event()
+        tasks: set[asyncio.Task] = set()
+
+        def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            # our own tasks (not asyncio's wrapper), so stop() can cancel them quietly
+            task = asyncio.get_running_loop().create_task(self._connection(reader, writer))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+        server = await asyncio.start_server(
+            on_connect, "127.0.0.1", self._requested_port, backlog=2048
+        )
+        self._port = server.sockets[0].getsockname()[1]
+        ready.set()
+        await self._stopping.wait()
+        server.close()
+        for writer in list(self._writers):
+            writer.close()
+        for t in list(tasks):
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await server.wait_closed()
+
+    # ---- serving ------------------------------------------------------------------------
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                try:
+                    req = await read_request(reader, writer)
+                except BadRequest as exc:
+                    body = json.dumps(replies.error_reply(exc.status, str(exc))).encode()
+                    writer.write(response_bytes(exc.status, body, keep_alive=False))
+                    break
+                if req is None or not await self._handle(req, writer):
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    async def _handle(self, req: HttpRequest, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; False when the connection must close afterwards."""
+        self._in_flight += 1
+        if self._in_flight > self._max_in_flight:
+            self._max_in_flight = self._in_flight
+        try:
+            body, bad_json = None, False
+            if req.body:
+                try:
+                    body = json.loads(req.body)
+                except ValueError:
+                    bad_json = True
+            self._requests.append(RecordedRequest(req.path, body, req.headers))
+            self._served += 1
+            status, payload, extra = await self._reply(req, body, bad_json, self._served)
+            if status is None:  # a dropped connection: no reply at all
+                return False
+            ctype = "text/event-stream" if extra.pop("_sse", None) else "application/json"
+            writer.write(response_bytes(status, payload, content_type=ctype, headers=extra,
+                                        keep_alive=req.keep_alive))
+            if writer.transport.get_write_buffer_size() > 1 << 16:
+                await writer.drain()
+            return req.keep_alive
+        finally:
+            self._in_flight -= 1
+
+    async def _reply(
+        self, req: HttpRequest, body: Any, bad_json: bool, n: int
+    ) -> tuple[int | None, bytes, dict[str, str]]:
+        if (req.method, req.path) not in _ROUTES:
+            known = any(path == req.path for _, path in _ROUTES)
+            status = 405 if known else 404
+            msg = f"{req.method} {req.path} is not served" if known else f"unknown path {req.path}"
+            return status, _json(replies.error_reply(status, msg)), {}
+        if req.method == "GET":
+            fault = self._schedule.pick(None, req.path, "")
+            return await self._finish(fault, lambda: _json(replies.models_reply(self.model)), 0.0)
+        if bad_json or not isinstance(body, dict):
+            return 400, _json(replies.error_reply(400, "request body must be a JSON object")), {}
+
+        prompt = replies.prompt_of(req.path, body)
+        fault = self._schedule.pick(body, req.path, prompt)
+        answer: Any = None
+        if (fault is None or _passive(fault)) and req.path in _ANSWERED:
+            try:
+                answer = self._answer(body, req.path, prompt)
+            except Exception as exc:  # a bug in the test's responder: say so over HTTP
+                msg = f"responder raised {type(exc).__name__}: {exc}"
+                return 500, _json(replies.error_reply(500, msg, "server_error")), {}
+            if isinstance(answer, Fault):
+                fault, answer = answer, None
+        delay = pick_latency(self.latency, self._rng)
+
+        def normal() -> bytes | tuple[bytes, dict[str, str]]:
+            return self._normal_reply(req.path, body, prompt, answer, fault, n)
+
+        return await self._finish(fault, normal, delay)
+
+    async def _finish(
+        self, fault: Fault | None, normal: Callable[[], Any], delay: float
+    ) -> tuple[int | None, bytes, dict[str, str]]:
+        """Wait, then apply the fault (or send the normal reply)."""
+        if fault is not None:
+            delay += pick_latency(fault.latency, self._rng)
+        # sleep(0) still yields, so requests arriving together overlap and max_in_flight
+        # shows the client's real concurrency even with no latency
+        await asyncio.sleep(delay)
+        headers = dict(fault.headers) if fault is not None and fault.headers else {}
+        if fault is not None:
+            if fault.drop:
+                return None, b"", {}
+            if fault.malformed:
+                return 200, _MALFORMED, headers
+            if fault.status is not None or fault.body is not None:
+                status = fault.status if fault.status is not None else 200
+                if fault.retry_after is not None:
+                    headers["Retry-After"] = str(fault.retry_after)
+                payload = fault.body
+                if payload is None:
+                    payload = replies.error_reply(status, f"injected fault: HTTP {status}")
+                data = payload.encode() if isinstance(payload, str) else _json(payload)
+                return status, data, headers
+        result = normal()
+        if isinstance(result, tuple):
+            data, more = result
+            headers.update(more)
+            return 200, data, headers
+        return 200, result, headers
+
+    def _normal_reply(
+        self, path: str, body: dict, prompt: str, answer: Any, fault: Fault | None, n: int
+    ) -> bytes | tuple[bytes, dict[str, str]]:
+        empty = fault is not None and fault.empty
+        if path == "/v1/embeddings":
+            texts = [] if empty else replies.embedding_inputs(body)
+            return _json(replies.embeddings_reply(body, self._embed(texts, body), texts))
+        if isinstance(answer, dict):
+            return _json(answer)
+        text = "" if empty else (self.default if answer is None else str(answer))
+        if path == "/v1/responses":
+            return _json(replies.responses_reply(body, text, prompt, n))
+        if path == "/v1/completions":
+            return _json(replies.completions_reply(body, text, prompt, n))
+        if body.get("stream"):
+            return replies.chat_stream(body, text, n), {"_sse": "1"}
+        return _json(replies.chat_reply(body, text, prompt, n))
+
+    def _answer(self, body: dict, path: str, prompt: str) -> Any:
+        """What the responder says: str, dict (full body), Fault, or None (default)."""
+        r = self._responder
+        if r is None:
+            return None
+        if isinstance(r, dict):
+            for key, value in r.items():
+                if key in prompt:
+                    return value
+            return None
+        result = r(body, path) if self._pass_path else r(body)
+        if isinstance(result, dict) and set(result) == {"fault"}:
+            return Fault(**result["fault"])
+        return result
+
+    def _embed(self, texts: list[str], body: dict) -> list[list[float]]:
+        if self.embedder is not None:
+            return [list(map(float, v)) for v in self.embedder(texts)]
+        dim = body.get("dimensions")
+        dim = dim if isinstance(dim, int) and dim > 0 else self.embedding_dim
+        return [replies.hash_embedding(t, dim) for t in texts]
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _passive(fault: Fault) -> bool:
+    """A fault that still lets the request be answered (it only delays or empties it)."""
+    return not (fault.drop or fault.malformed or fault.status is not None or fault.body is not None)
+
+
+def _takes_two_args(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)

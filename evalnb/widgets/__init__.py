@@ -1,0 +1,12 @@
+"""Notebook widgets: preview a suite's items before a run, browse a run's outputs after it.
+
+Both are plain Python objects holding ipywidgets (imported when a widget is built, never on
+``import evalnb``); both display with a static HTML fallback for exported notebooks.
+"""
+
+from __future__ import annotations
+
+from evalnb.widgets.browse import BrowseWidget, browse
+from evalnb.widgets.preview import PreviewWidget, preview
+
+__all__ = ["BrowseWidget", "PreviewWidget", "browse", "preview"]
