@@ -51,16 +51,21 @@ from evalnb._validation import (
     whole_manifest_error,
 )
 from evalnb.manifest_datasets import (
+    BUILDER_PATHS,
     DATASET_TAGS,
+    HF_ONLY_KEYS,
+    LOCAL_FILE_SUFFIXES,
     MAX_HF_ROWS,
+    DataFiles,
     Dataset,
+    DatasetFormat,
     FileDataset,
     HuggingFaceDataset,
     LocalDataset,
     dataset_kind,
     with_split,
 )
-from evalnb.manifest_extraction import OutputExtraction
+from evalnb.manifest_extraction import EXTRACTION_PARAMS, OutputExtraction
 from evalnb.manifest_python import (
     DEFAULT_MODEL_CALLS,
     DEFAULT_TIMEOUT,
@@ -70,6 +75,7 @@ from evalnb.manifest_python import (
     GraderSpec,
     MetricSpec,
     PreprocessSpec,
+    Timeout,
 )
 
 if TYPE_CHECKING:
@@ -94,11 +100,11 @@ __all__ = [
     "dataset_kind",
     "manifest_error",
 ]
-# Still importable from here for older callers: problem, show_value, union_message.
+# Also importable from here, as before the split: the leaf modules' limits and vocabularies
+# (MAX_HF_ROWS, MIN/MAX/DEFAULT_TIMEOUT, MAX/DEFAULT_MODEL_CALLS, EXTRACTION_PARAMS, ...) and
+# the error helpers problem, show_value and union_message.
 
 # --- limits and vocabularies (SPEC §2.2 and the Decisions) ----------------------------------
-# The limits of the leaf specs (MAX_HF_ROWS, MIN/MAX/DEFAULT_TIMEOUT, MAX/DEFAULT_MODEL_CALLS)
-# are imported above from their modules.
 
 SCHEMA_VERSION = "2026-05-27"
 MAX_TASKS = 100

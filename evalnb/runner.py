@@ -286,9 +286,7 @@ class _Run:
         for task_id in plan.task_ids:
             task = plan.suite.task(task_id)
             try:
-                items = await asyncio.to_thread(
-                    suite_items, plan.suite, task_id, plan.max_samples, preprocess=self._preprocess
-                )
+                items = await asyncio.to_thread(suite_items, plan.suite, task_id, plan.max_samples)
                 grader = Grader(task.grader, task_id=task_id, pool=self.pool, bridge=bridge,
                                 run_id=self.run_id, metadata=plan.metadata)
             except Exception as exc:  # noqa: BLE001 - a task that cannot start fails alone
@@ -308,13 +306,6 @@ class _Run:
                     mp.metric = task.effective_metrics[0].id
             self.tasks[task_id] = state
         self._done_keys = done
-
-    def _preprocess(self, task: Any, rows: list[dict]) -> list[dict]:
-        if task.preprocess is None:
-            return rows
-        from evalnb.sandbox import run_preprocessor
-
-        return run_preprocessor(task.preprocess, rows, task_id=task.id)
 
     def _make_clients(self) -> None:
         from evalnb.providers import AdaptiveLimit, ClientPool, ModelClient
