@@ -58,6 +58,12 @@ async def first_result_latency(repeats: int) -> list[float]:
     return times
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def throughput(n: int, size: int | None) -> dict[str, float]:
     samples, items = make_data(n)
     expected = sum(1 for i in range(n) if i % 4)
@@ -65,12 +71,18 @@ async def throughput(n: int, size: int | None) -> dict[str, float]:
     async with SandboxPool(size) as pool:
         grader = Grader({"source": EXACT_MATCH, "metric_id": "exact_match"}, task_id="arith", pool=pool)
         for label in ("cold", "warm", "warm2"):
+            workers_before = {pid: cpu_seconds(pid) for pid in pool.worker_pids()}
+            parent_before = time.process_time()
             started = time.perf_counter()
             grades = await grader.grade_samples(samples, items, model="cand")
             elapsed = time.perf_counter() - started
+            parent_cpu = time.process_time() - parent_before
+            worker_cpu = sum(cpu_seconds(pid) - workers_before.get(pid, 0.0) for pid in pool.worker_pids())
             correct = sum(g.scores["exact_match"] for g in grades)
             assert correct == expected and not any(g.failed for g in grades), "wrong scores"
             out[label] = n / elapsed
+            out[f"{label}_cpu_us"] = (parent_cpu + worker_cpu) / n * 1e6
+            out[f"{label}_parent_us"] = parent_cpu / n * 1e6
         out["workers"] = pool.size
     return out
 
@@ -89,6 +101,13 @@ def main() -> None:
     rates = asyncio.run(throughput(args.n, args.size))
     print(f"exact-match grading, {args.n} samples, {rates['workers']:.0f} workers: "
           f"cold {rates['cold']:,.0f}/s, warm {rates['warm']:,.0f}/s, warm again {rates['warm2']:,.0f}/s")  # fmt: skip
+    cpu = min(rates["warm_cpu_us"], rates["warm2_cpu_us"])
+    parent = min(rates["warm_parent_us"], rates["warm2_parent_us"])
+    cores = os.cpu_count() or 1
+    print(f"CPU per sample (parent + workers): {cpu:.1f} us, of which parent {parent:.1f} us; "
+          f"CPU-bound ceiling on {cores} idle cores ~ {cores / cpu * 1e6:,.0f}/s")
+    load = os.getloadavg()[0]
+    print(f"load average during the run: {load:.2f} (others' work on a shared machine lowers wall-clock rates)")
 
 
 if __name__ == "__main__":

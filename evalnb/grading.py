@@ -15,12 +15,15 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from .errors import SandboxError
+from .sandbox._gc import gc_paused
 from .sandbox._sync import run_sync
+from .sandbox.bridging import Bridge
 from .sandbox.job import CodeLoadError, Job, spec_value, user_code_from_spec
-from .sandbox.pool import Bridge, SandboxPool
+from .sandbox.pool import SandboxPool
 
 SAMPLE_KEYS = (
     "task_id", "model", "sample_index", "prompt", "target", "output_text",
@@ -95,24 +98,24 @@ def pack_grade_call(sample: dict, item: dict) -> list:
     Each dataset row travels once instead of three times (item fields, ``item["row"]``,
     ``sample["dataset_row"]``); an item that is not ``{**row, ..., "row": row}`` is sent as is.
     """
-    values = [sample.get(key) for key in SAMPLE_KEYS]
+    values = list(map(sample.get, SAMPLE_KEYS))
     row = item.get("row")
-    extras: dict | None = None
-    if type(row) is dict and next(reversed(item)) == "row" and all(a == b for a, b in zip(item, row)):
-        # the make_item layout (row keys first, in order; "row" last) rebuilds with the same key order
-        extras = {k: v for k, v in item.items() if k != "row" and (k not in row or row[k] is not v)}
-        rebuilt = len(row) + sum(1 for k in extras if k not in row) + (0 if "row" in row else 1)
-        if rebuilt != len(item):  # some row key was removed from the item: send it whole
-            extras = None
-    if extras is None:
+    # only the make_item layout (row keys first, in order; "row" last) rebuilds with the same key order
+    if type(row) is not dict or next(reversed(item)) != "row" or list(islice(item, len(row))) != list(row):
         return [0, values, None, item]
+    extras = {k: v for k, v in item.items() if k not in row or row[k] is not v}
+    extras.pop("row", None)
+    if len(item) != len(row) + len(extras.keys() - row.keys()) + (0 if "row" in row else 1):
+        return [0, values, None, item]  # some row key was removed from the item: send it whole
     flags = 0
     if values[_ROW_AT] is row:
-        flags, values[_ROW_AT] = flags | 1, None
-    for bit, at, key in ((2, _PROMPT_AT, "prompt"), (4, _TARGET_AT, "target")):
-        value = values[at]
-        if type(value) is str and value == item.get(key):
-            flags, values[at] = flags | bit, None
+        flags, values[_ROW_AT] = 1, None
+    value = values[_PROMPT_AT]
+    if type(value) is str and value == item.get("prompt"):
+        flags, values[_PROMPT_AT] = flags | 2, None
+    value = values[_TARGET_AT]
+    if type(value) is str and value == item.get("target"):
+        flags, values[_TARGET_AT] = flags | 4, None
     return [flags, values, row, extras]
 
 
@@ -157,7 +160,8 @@ def normalize_grade(value: Any, metric_id: str = "score", *, what: str = "grade"
         )
     unknown = sorted(str(k) for k in value if k not in _GRADE_KEYS)
     if unknown:
-        return SampleGrade(error=f"{what} returned unexpected key(s) {', '.join(unknown)}; allowed: {', '.join(_GRADE_KEYS)}")
+        allowed = ", ".join(_GRADE_KEYS)
+        return SampleGrade(error=f"{what} returned unexpected key(s) {', '.join(unknown)}; allowed: {allowed}")
     try:
         scores = _score_map(value["scores"], "scores", allow_none=True)
     except ValueError as exc:
@@ -165,7 +169,9 @@ def normalize_grade(value: Any, metric_id: str = "score", *, what: str = "grade"
     return SampleGrade(scores=scores, judge=value.get("judge"), metadata=value.get("metadata"))
 
 
-def normalize_batch(value: Any, metric_id: str = "score", sample_count: int = 0, *, what: str = "grade_batch") -> BatchGrade:
+def normalize_batch(
+    value: Any, metric_id: str = "score", sample_count: int = 0, *, what: str = "grade_batch"
+) -> BatchGrade:
     """Validate what ``grade_batch`` returned: a number, or ``{"metrics": ..., "samples": [...]}``."""
     if value is None or _is_number(value):
         try:
@@ -174,7 +180,8 @@ def normalize_batch(value: Any, metric_id: str = "score", sample_count: int = 0,
             return BatchGrade(error=f"{what} returned {exc}")
         return BatchGrade(metrics={} if score is None else {metric_id: score})
     if not isinstance(value, dict):
-        return BatchGrade(error=f"{what} returned {_describe(value)}; expected a number or a dict with 'metrics' and/or 'samples'")
+        expected = "a number or a dict with 'metrics' and/or 'samples'"
+        return BatchGrade(error=f"{what} returned {_describe(value)}; expected {expected}")
     unknown = sorted(str(k) for k in value if k not in _BATCH_KEYS)
     if unknown or not any(k in value for k in _BATCH_KEYS):
         found = f"unexpected key(s) {', '.join(unknown)}" if unknown else "a dict without 'metrics' or 'samples'"
@@ -258,11 +265,13 @@ class Grader:
         self.metadata = dict(metadata or {})
         self.code = user_code_from_spec(spec, what="grader", task_id=task_id)
         self.contract = self._choice(spec, "contract", CONTRACTS, "sample")
-        access_default = "mka1" if self.contract == "model_backed" else "none"
-        self.model_access = self._choice(spec, "model_access", MODEL_ACCESS, getattr(spec, "effective_model_access", None) or access_default)
-        derived = getattr(spec, "execution_for", None)  # the manifest model's own rule, when given one
-        derived = derived(self.code.source) if callable(derived) else None
-        self.execution = self._choice(spec, "execution", EXECUTIONS, derived or _default_execution(self.contract, self.code.source))
+        access = getattr(spec, "effective_model_access", None)
+        access = access or ("mka1" if self.contract == "model_backed" else "none")
+        self.model_access = self._choice(spec, "model_access", MODEL_ACCESS, access)
+        rule = getattr(spec, "execution_for", None)  # the manifest model's own rule, when given one
+        execution = rule(self.code.source) if callable(rule) else None
+        execution = execution or _default_execution(self.contract, self.code.source)
+        self.execution = self._choice(spec, "execution", EXECUTIONS, execution)
         self.metric_id = str(spec_value(spec, "metric_id", "score"))
         if not _METRIC_ID.fullmatch(self.metric_id):
             self._fail(f"metric_id {self.metric_id!r} may only use letters, digits, _, . and -")
@@ -292,7 +301,8 @@ class Grader:
         except CodeLoadError as exc:
             return [SampleGrade(error=self._load_message(exc)) for _ in samples]
         metric_id = self.metric_id
-        return [normalize_grade(r.value, metric_id) if r.ok else SampleGrade(error=r.error) for r in results]
+        with gc_paused():  # one small object per sample while the caller holds every sample
+            return [normalize_grade(r.value, metric_id) if r.ok else SampleGrade(error=r.error) for r in results]
 
     async def grade_batch(self, samples: list[dict], items: list[dict], *, model: str) -> BatchGrade:
         """``aggregate`` execution: one ``grade_batch`` call with every sample (each with its ``item``)."""

@@ -38,7 +38,7 @@ class RunPlan:
 
 
 def as_model(value: Any, what: str = "model") -> Model:
-    """Accept a Model, or a string ``name`` / ``name@base_url`` (chat API for a bare URL)."""
+    """Accept a Model, or a string ``name`` / ``name@base_url`` (Responses API, like ``Model``)."""
     if isinstance(value, Model):
         return value
     if isinstance(value, str) and value.strip():

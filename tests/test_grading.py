@@ -382,11 +382,11 @@ def grade(sample, item, ctx):
 
 BYPASS = """
 def grade(sample, item, ctx):
-    raw = type(ctx)._call.__globals__["_bridge"]        # skip the worker-side checks entirely
+    raw = ctx._send                                    # skip the worker-side checks entirely
     out = []
     for k in range(3):
         try:
-            out.append(raw(ctx._channel, "embeddings", {"model": "auto", "input": "x"})["data"][0]["embedding"])
+            out.append(raw("embeddings", {"model": "auto", "input": "x"})["data"][0]["embedding"])
         except RuntimeError as exc:
             out.append(str(exc))
     return {"scores": {}, "judge": out}
@@ -516,3 +516,40 @@ def test_grader_built_from_a_manifest_task(pool):
     assert [x.id for x in t.effective_metrics] == ["em"] and g.execution == "per_sample"
     grades = g.grade_samples_sync([sample(0, "a"), sample(1, "b")], [item(0), item(1)], model="m")
     assert [x.scores for x in grades] == [{"em": 1.0}, {"em": 0.0}]
+
+
+def test_cancelling_during_a_model_call_kills_the_worker_promptly(pool):
+    bridge = Responder(delay=30)
+    g = Grader({"contract": "model_backed", "source": JUDGE, "timeout_seconds": 60}, task_id="t", pool=pool, bridge=bridge)
+
+    async def main():
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(g.grade_samples([sample(0)], judge_items([1]), model="m"), 0.5)
+
+    asyncio.run(pool.warm())
+    before = set(pool.worker_pids())
+    assert len(before) == pool.size
+    started = time.monotonic()
+    asyncio.run(main())
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and before <= set(pool.worker_pids()):
+        time.sleep(0.05)
+    assert not before <= set(pool.worker_pids())  # the worker waiting on the bridge was killed
+    assert time.monotonic() - started < 3
+    assert len(bridge.calls) == 1
+    assert g.grade_samples_sync([sample(0)], judge_items([0]), model="m")[0].scores == {"score": 1.0}
+
+
+def test_ctx_helpers_are_safe_from_user_threads(pool):
+    source = """
+from concurrent.futures import ThreadPoolExecutor
+def grade(sample, item, ctx):
+    with ThreadPoolExecutor(4) as ex:
+        texts = list(ex.map(lambda k: ctx.responses_create(input=k)["output_text"], range(8)))
+    return {"scores": {}, "judge": texts}
+"""
+    bridge = Responder()
+    g = Grader({"contract": "model_backed", "source": source}, task_id="t", pool=pool, bridge=bridge)
+    (got,) = g.grade_samples_sync([sample(0)], [item(0)], model="m")
+    assert got.judge == [f"echo:{k}" for k in range(8)], got.error
+    assert len(bridge.calls) == 8

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -136,10 +137,12 @@ def test_navigation_stops_at_both_edges(suite):
     assert w.index == 4
     w.jump.value = 99  # a BoundedIntText clamps to its max
     assert w.index == 4 and w.jump.value == 4
-    for bad in (-1, 5, "2", True):
+    for bad in (-1, 5, "2", True, 2.0):
         with pytest.raises(IndexError, match="valid: 0-4"):
             w.show(bad)
     assert w.index == 4
+    w.show(np.int64(2))  # an index taken from a DataFrame
+    assert w.index == 2 and w.slider.value == 2
 
 
 def test_limit_bounds_items_and_is_validated(suite):
@@ -271,6 +274,21 @@ def test_raising_grader_shows_its_message(suite):
     assert "grader exploded on target A" in text_of(w.result_html.value)
     with pytest.raises(TypeError):
         w.try_output(None)
+
+
+def test_aggregate_grader_grades_the_output_as_a_batch_of_one(suite):
+    source = (
+        "def grade_batch(samples):\n"
+        "    s = samples[0]\n"
+        "    ok = s['extracted_output'] == s['item']['target']\n"
+        "    return {'metrics': {'n': len(samples)}, 'samples': [{'scores': {'acc': ok}}]}\n"
+    )
+    task = suite.task("mc").model_dump(exclude_none=True)
+    task["grader"] = {"type": "python", "contract": "batch", "source": source}
+    batch_suite = Suite.from_dict({"tasks": [task]}, base_dir=suite.base_dir)
+    w = preview(batch_suite)
+    assert w.try_output("Answer: A") == {"extracted_output": "A", "scores": {"n": 1.0, "acc": 1.0}, "error": None}
+    assert w.try_output("Answer: C")["scores"] == {"n": 1.0, "acc": 0.0}
 
 
 def test_try_output_works_inside_a_running_event_loop(suite):

@@ -222,7 +222,7 @@ threading.Thread(target=pool.run_sync, args=(job, [[1], [2]]), daemon=True).star
 while len(pool.worker_pids()) < 2:
     time.sleep(0.05)
 time.sleep(0.3)                             # both workers are now spinning in user code
-print(" ".join(map(str, pool.worker_pids())), flush=True)
+print(os.getpid(), " ".join(map(str, pool.worker_pids())), flush=True)
 if sys.argv[1] == "kill":
     os.kill(os.getpid(), signal.SIGKILL)    # no atexit, no finalizers: the kernel must clean up
 """
@@ -238,12 +238,30 @@ def test_workers_do_not_outlive_their_parent(tmp_path, how):
     script.write_text(ORPHAN)
     out = subprocess.run([sys.executable, str(script), how], capture_output=True, text=True, timeout=60,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # fmt: skip
-    pids = {int(p) for p in out.stdout.split()}
-    assert len(pids) >= 1, out.stderr
+    child, *pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2, out.stderr
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids)
+    from evalnb.sandbox.process import sweep_stale_workdirs
+
+    owned = _workdirs_of(child)
+    if how == "exit":
+        assert owned == []  # the finalizer removed them
+    else:
+        assert len(owned) == 2  # a SIGKILLed parent cannot clean up ...
+        sweep_stale_workdirs()  # ... so the next pool (in any process) does
+        assert _workdirs_of(child) == []
+
+
+def _workdirs_of(pid: int) -> list[str]:
+    import glob
+    import tempfile
+
+    from evalnb.sandbox.process import WORKDIR_PREFIX
+
+    return glob.glob(os.path.join(tempfile.gettempdir(), f"{WORKDIR_PREFIX}{pid}-*"))
 
 
 def _alive(pid: int) -> bool:
@@ -252,3 +270,65 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
     except (FileNotFoundError, ProcessLookupError):
         return False
+
+
+def test_crash_after_buffered_results_fails_only_the_crashing_call(pool, tmp_path):
+    """Results are batched, so a crash can lose finished calls' results: those calls run again
+    on a fresh worker, and only the call named by the progress slot is failed."""
+    log = tmp_path / "runs.log"
+    source = f"""
+import os
+def grade(sample, item):
+    with open({str(log)!r}, "a") as f:
+        f.write(f"{{sample['sample_index']}}\\n")
+    if sample["output_text"] == "exit1":
+        os._exit(1)
+    return sample["output_text"] == item["target"]
+"""
+    outputs = ["good", "bad"] * 20 + ["exit1"] + ["good"] * 9
+    with SandboxPool(1) as p:
+        grades = grade(p, outputs, source=source)
+    assert [g.error for g in grades if g.failed] == ["the sandbox worker exited with code 1"]
+    assert grades[40].failed
+    assert [g.scores for g in grades[:40]] == [{"score": 1.0}, {"score": 0.0}] * 20
+    assert all(g.scores == {"score": 1.0} for g in grades[41:])
+    runs = [int(x) for x in log.read_text().split()]
+    assert runs.count(40) == 1  # the crashing call is not retried
+    assert set(runs) == set(range(50))
+
+
+def test_calls_that_made_model_calls_are_never_repeated(pool, tmp_path):
+    from evalnb.grading import Grader
+
+    calls = []
+
+    async def bridge(kind, request):
+        calls.append(request["input"])
+        return {"output_text": "ok"}
+
+    source = """
+import os
+def grade(sample, item, ctx):
+    i = sample["sample_index"]
+    if i % 3 == 0:
+        ctx.responses_create(input=i)
+    if i == 10:
+        os._exit(1)
+    return 1
+"""
+    with SandboxPool(1) as p:
+        g = Grader({"contract": "model_backed", "source": source}, task_id="t", pool=p, bridge=bridge)
+        samples = [{"output_text": "x", "sample_index": i} for i in range(14)]
+        grades = g.grade_samples_sync(samples, [{}] * 14, model="m")
+    assert [i for i, gr in enumerate(grades) if gr.failed] == [10]
+    assert sorted(calls) == [0, 3, 6, 9, 12]  # each judge call made exactly once
+
+
+def test_idle_worker_is_not_mistaken_for_a_stalled_one():
+    """The progress slot keeps the last call's start time while idle; a new frame must not trip it."""
+    with SandboxPool(1) as p:
+        first = grade(p, ["good", "bad"], timeout=1)
+        time.sleep(2.5)  # longer than timeout + grace
+        second = grade(p, ["good", "bad"], timeout=1)
+        assert p.workers_started == 1
+    assert [g.scores for g in first + second] == [{"score": 1.0}, {"score": 0.0}] * 2

@@ -2,7 +2,8 @@
 
 ``SandboxPool`` owns the workers; ``run_preprocessor`` applies a task's preprocessor to rows;
 ``preprocess`` is the seam ``prepare.py`` calls. The wire format is in ``protocol.py``, the
-child's loop in ``worker.py`` and its limits in ``limits.py`` and ``seccomp.py``.
+child's loop in ``worker.py`` (with the grader's ``ctx`` in ``context.py``) and its limits in
+``limits.py`` and ``seccomp.py``; ``process.py`` and ``pool.py`` are the parent's side.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The pool of sandbox workers that serves a run: batching, fault recovery, the model bridge.
 
 A big batch of calls is cut into frames that pool threads pull from a shared cursor, one
-worker per thread, so fast and slow calls balance out. Each worker answers with one result
-frame per call, so when a worker dies or stalls, exactly the call in flight is failed and the
-rest of its frame goes to a fresh worker. Threads (not asyncio pipes) do the I/O, which keeps
+worker per thread, so fast and slow calls balance out. When a worker dies or stalls, its
+progress slot names the call in flight: exactly that call is failed, and the rest of the
+frame (including calls whose results were still buffered in the dead worker) goes to a fresh
+worker. Threads (not asyncio pipes) do the I/O, which keeps
 the pool independent of any event loop: it works from a notebook's running loop, from
 ``asyncio.run`` and from the sync wrappers alike.
 """
@@ -11,30 +12,27 @@ the pool independent of any event loop: it works from a notebook's running loop,
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import inspect
 import math
 import os
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import SandboxError
 from . import protocol
+from ._gc import gc_paused
 from ._sync import run_sync
+from .bridging import Bridge, answer_bridge, bridge_caller
 from .job import CallResult, CodeLoadError, Job
-from .process import POLL_SECONDS, Cancelled, WorkerGone, WorkerProcess
-
-Bridge = Callable[[str, dict], Awaitable[dict] | dict]
-"""``bridge(kind, request) -> reply``: kind is "responses" or "embeddings"; given by the runner."""
+from .process import Cancelled, WorkerGone, WorkerProcess
 
 MAX_FRAME_CALLS = 2000
 MAX_CONSECUTIVE_LOSSES = 3
 SEND_TIMEOUT_SECONDS = 60.0
-BRIDGE_KINDS = ("responses", "embeddings")
+STALL_CHECK_SECONDS = 0.25  # how often a silent worker's progress slot is looked at
 
 
 def grace_seconds(timeout: float) -> float:
@@ -88,13 +86,16 @@ class _Batch:
             return lo, self.next_index
 
     def frame(self, lo: int, hi: int) -> bytes:
-        return protocol.encode_lenient(["run", self.wire_job, lo, self.calls[lo:hi]])
+        with gc_paused():  # a burst of short-lived containers; see _gc.py
+            return protocol.encode_lenient(["run", self.wire_job, lo, self.calls[lo:hi]])
 
 
 class _Lost(Exception):
-    def __init__(self, index: int, message: str, progressed: bool):
+    """Call ``index`` killed its worker; calls from ``resume`` up to it finished but must run again."""
+
+    def __init__(self, index: int, resume: int, message: str):
         super().__init__(message)
-        self.index, self.message, self.progressed = index, message, progressed
+        self.index, self.resume, self.message = index, resume, message
 
 
 class SandboxPool:
@@ -148,7 +149,7 @@ class SandboxPool:
         loop = asyncio.get_running_loop()
         step = max(1, min(MAX_FRAME_CALLS, math.ceil(len(calls) / (self.size * 8))))
         batch = _Batch(job, job.wire(self.cpu_seconds), calls, step)
-        bridge_call = _bridge_caller(bridge, loop) if bridge is not None else None
+        bridge_call = bridge_caller(bridge, loop) if bridge is not None else None
         threads = min(self.size, math.ceil(len(calls) / step))
         futures = [loop.run_in_executor(self._executor, self._drive, batch, bridge_call) for _ in range(threads)]
         try:
@@ -260,12 +261,12 @@ class SandboxPool:
         """Pull frames from the batch and run them on one worker, replacing it when it dies."""
         worker: WorkerProcess | None = None
         losses = 0
-        retry: tuple[int, int] | None = None
+        retry: list[tuple[int, int]] = []  # spans to run again after a worker was lost, in order
         upcoming: tuple[int, int, bytes] | None = None
         try:
             while not batch.cancel.is_set() and not batch.stop.is_set():
-                if retry is not None:
-                    (lo, hi), retry = retry, None
+                if retry:
+                    lo, hi = retry.pop(0)
                     frame = batch.frame(lo, hi)
                 elif upcoming is not None:
                     (lo, hi, frame), upcoming = upcoming, None
@@ -283,20 +284,22 @@ class SandboxPool:
                         upcoming = (span[0], span[1], batch.frame(*span))  # encode while the worker runs
                     self._collect(worker, batch, lo, hi, bridge_call)
                     losses = 0
+                    if worker.dead:
+                        self._checkin(worker)
+                        worker = None
                 except _Lost as lost:
                     self._checkin(worker)
                     worker = None
                     batch.results[lost.index] = CallResult(False, None, lost.message)
-                    losses = 1 if lost.progressed else losses + 1
-                    if batch.job.fail_fast:
+                    losses = 1 if lost.index > lo else losses + 1
+                    if batch.job.fail_fast:  # the failure is what the caller reports; stop here
                         batch.stop.set()
-                    elif losses >= MAX_CONSECUTIVE_LOSSES:
+                        break
+                    if losses >= MAX_CONSECUTIVE_LOSSES:
                         batch.broken = f"the sandbox worker failed on {losses} calls in a row (last: {lost.message})"
                         batch.stop.set()
-                    elif lost.index + 1 < hi:
-                        retry = (lost.index + 1, hi)
-                    if batch.stop.is_set():
                         break
+                    retry[:0] = [s for s in ((lost.resume, lost.index), (lost.index + 1, hi)) if s[0] < s[1]]
                 except WorkerGone as gone:  # died while we were sending: nothing ran yet
                     self._checkin(worker)
                     worker = None
@@ -305,7 +308,7 @@ class SandboxPool:
                         batch.broken = f"the sandbox worker failed {losses} times in a row ({gone.reason})"
                         batch.stop.set()
                         break
-                    retry = (lo, hi)
+                    retry.insert(0, (lo, hi))
         except CodeLoadError:
             batch.stop.set()
             raise
@@ -318,31 +321,42 @@ class SandboxPool:
     def _collect(self, worker: WorkerProcess, batch: _Batch, lo: int, hi: int, bridge_call: Callable | None) -> None:
         """Read one frame's results into ``batch.results``; raises _Lost or CodeLoadError."""
         job, results = batch.job, batch.results
-        timeout = job.timeout
-        grace = grace_seconds(timeout)
+        limit_ns = int((job.timeout + grace_seconds(job.timeout)) * 1e9)
         expected, loaded = lo, False
-        started = time.monotonic()
+        last_event = time.monotonic_ns()  # the slot may still hold an older frame's start time
         bridge_counts: dict[int, int] = {}
         while True:
             try:
-                message = worker.recv(started + timeout + grace, batch.cancel)
+                try:
+                    message = worker.recv(time.monotonic() + STALL_CHECK_SECONDS, batch.cancel)
+                except WorkerGone as gone:
+                    if gone.reason != "deadline":
+                        raise
+                    if time.monotonic_ns() - max(worker.progress()[1], last_event) <= limit_ns:
+                        continue  # silent but within its time: a slow call, not a stuck one
+                    raise WorkerGone("stalled") from None
+                last_event = time.monotonic_ns()
                 op = message[0]
-                if op == "ok" or op == "err":
-                    if len(message) != 3 or message[1] != expected or expected >= hi:
-                        raise WorkerGone(f"protocol error: unexpected result frame for call {message[1]!r}")
-                    if op == "ok":
-                        results[expected] = CallResult(True, message[2])
-                    else:
-                        results[expected] = CallResult(False, None, _error_text(message[2]))
-                        if job.fail_fast:
-                            batch.stop.set()
-                    expected += 1
-                    started = time.monotonic()
+                if op == "res":
+                    entries = message[2] if len(message) == 3 else None
+                    if message[1] != expected or type(entries) is not list or expected + len(entries) > hi:
+                        raise WorkerGone("protocol error: results out of order")
+                    for entry in entries:
+                        if type(entry) is not list or len(entry) != 2:
+                            raise WorkerGone("protocol error: malformed result")
+                        if entry[0] == 1:
+                            results[expected] = CallResult(True, entry[1])
+                        else:
+                            results[expected] = CallResult(False, None, _error_text(entry[1]))
+                            if job.fail_fast:
+                                batch.stop.set()
+                        expected += 1
                 elif op == "bridge":
-                    self._answer_bridge(worker, job, message, expected, bridge_counts, bridge_call, started, batch)
+                    started = max(worker.progress()[1], last_event) / 1e9
+                    answer_bridge(worker, job, message, expected, bridge_counts, bridge_call, started, batch.cancel)
+                    last_event = time.monotonic_ns()
                 elif op == "loaded":
                     loaded = True
-                    started = time.monotonic()
                 elif op == "done":
                     if message[1:] != [expected] or (expected != hi and not job.fail_fast):
                         raise WorkerGone("protocol error: frame ended early")
@@ -354,94 +368,23 @@ class SandboxPool:
                 else:
                     raise WorkerGone(f"protocol error: unknown message {op!r}")
             except WorkerGone as gone:
+                index = worker.progress()[0]  # the call in flight, from the shared slot
                 worker.kill()
                 reason = gone.reason
-                if reason == "deadline":
+                if reason == "stalled":
                     what = "loading the code" if not loaded else "the call"
-                    reason = f"{what} timed out after {timeout:g} s (the worker stopped responding and was killed)"
+                    reason = f"{what} timed out after {job.timeout:g} s (the worker stopped responding and was killed)"
                 reason += worker.crash_note(job.code.filename)
                 if not loaded:
                     raise CodeLoadError(f"the code broke the sandbox worker while loading: {reason}") from None
-                raise _Lost(expected, reason, progressed=expected > lo) from None
-
-    def _answer_bridge(
-        self, worker: WorkerProcess, job: Job, message: list, expected: int, counts: dict[int, int],
-        bridge_call: Callable | None, started: float, batch: _Batch,
-    ) -> None:  # fmt: skip
-        """Make (or refuse) one model call for the worker; the parent's limits are the real ones."""
-        if len(message) != 5 or message[1] != expected or not isinstance(message[2], int):
-            raise WorkerGone("protocol error: malformed bridge request")
-        _, index, request_id, kind, request = message
-        used = counts.get(index, 0)
-        ok, body = False, ""
-        if not job.model_access:
-            body = f"ctx.{kind}_create is disabled: this grader has model_access 'none'"
-        elif used >= job.max_model_calls:
-            body = f"max_model_calls ({job.max_model_calls}) reached for this grader execution"
-        elif kind not in BRIDGE_KINDS or not isinstance(request, dict):
-            body = f"unknown model call {kind!r}"
-        elif bridge_call is None:
-            body = "no model bridge is configured for this run"
-        else:
-            counts[index] = used + 1
-            remaining = started + job.timeout - time.monotonic()
-            try:
-                reply = bridge_call(kind, request, remaining, batch.cancel)
-                if not isinstance(reply, dict):
-                    raise TypeError(f"the bridge returned {type(reply).__name__}, not a dict")
-                if kind == "responses" and reply.get("output_text") is None:
-                    reply = {**reply, "output_text": output_text(reply)}
-                frame = protocol.encode_lenient(["reply", request_id, True, reply])
-                ok = True
-            except Cancelled:
-                worker.kill()
-                raise
-            except TimeoutError:
-                body = f"the model call did not finish within the grader's timeout ({job.timeout:g} s)"
-            except Exception as exc:  # noqa: BLE001 - any bridge failure goes back to user code
-                body = f"{type(exc).__name__}: {exc}"
-        if not ok:
-            frame = protocol.encode(["reply", request_id, False, body])
-        worker.send(frame, time.monotonic() + SEND_TIMEOUT_SECONDS, batch.cancel)
-
-
-def output_text(reply: dict) -> str:
-    """Concatenate the ``output_text`` parts of a Responses reply (what the SDK property does)."""
-    parts: list[str] = []
-    for item in reply.get("output") or []:
-        if isinstance(item, dict) and item.get("type", "message") == "message":
-            for content in item.get("content") or []:
-                if isinstance(content, dict) and content.get("type") == "output_text":
-                    parts.append(str(content.get("text") or ""))
-    return "".join(parts)
+                if expected >= hi:
+                    return  # every call of the frame had answered; the dead worker is replaced later
+                if not expected <= index < hi:  # died between calls, or a slot user code scribbled on
+                    index = min(expected, hi - 1)
+                raise _Lost(index, expected, reason) from None
 
 
 def _error_text(error: Any) -> str:
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         return error["message"]
     return "failed (the worker sent no message)"
-
-
-def _bridge_caller(bridge: Bridge, loop: asyncio.AbstractEventLoop) -> Callable[..., dict]:
-    """A blocking ``call(kind, request, timeout, cancel)`` for pool threads; the bridge runs on ``loop``."""
-
-    async def invoke(kind: str, request: dict) -> dict:
-        reply = bridge(kind, request)
-        return await reply if inspect.isawaitable(reply) else reply  # type: ignore[return-value]
-
-    def call(kind: str, request: dict, timeout: float, cancel: threading.Event) -> dict:
-        deadline = time.monotonic() + timeout
-        future = asyncio.run_coroutine_threadsafe(invoke(kind, request), loop)
-        while True:  # wait in slices so a cancelled batch does not sit out a slow model call
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or cancel.is_set():
-                future.cancel()
-                if cancel.is_set():
-                    raise Cancelled()
-                raise TimeoutError()
-            try:
-                return future.result(timeout=min(remaining, POLL_SECONDS))
-            except concurrent.futures.TimeoutError:
-                continue
-
-    return call

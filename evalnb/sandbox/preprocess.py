@@ -44,7 +44,9 @@ def run_preprocessor(spec: Any, rows: list[dict], *, task_id: str, pool: Sandbox
     return run_sync(lambda: arun_preprocessor(spec, rows, task_id=task_id, pool=pool))
 
 
-async def arun_preprocessor(spec: Any, rows: list[dict], *, task_id: str, pool: SandboxPool | None = None) -> list[dict]:
+async def arun_preprocessor(
+    spec: Any, rows: list[dict], *, task_id: str, pool: SandboxPool | None = None
+) -> list[dict]:
     """Async form of :func:`run_preprocessor`."""
     rows = list(rows)
     if spec is None:
@@ -59,7 +61,8 @@ async def arun_preprocessor(spec: Any, rows: list[dict], *, task_id: str, pool: 
         if exc.missing:
             names = ", ".join(job.names)
             raise PreprocessError(
-                f"task {task_id!r}: the preprocessor (contract {contract!r}) defines none of the accepted functions: {names}"
+                f"task {task_id!r}: the preprocessor (contract {contract!r}) defines none of the "
+                f"accepted functions: {names}"
             ) from None
         raise PreprocessError(f"task {task_id!r}: the preprocessor failed to load: {exc.message}") from None
     failed = [(i, r) for i, r in enumerate(results) if not r.ok]
@@ -105,7 +108,9 @@ def _rows(value: Any, task_id: str, index: int | None) -> list[dict]:
                     f"{_type_name(row)}; expected {EXPECTED}"
                 )
         return value
-    raise PreprocessError(f"task {task_id!r}: the preprocessor returned {_type_name(value)}{where}; expected {EXPECTED}")
+    raise PreprocessError(
+        f"task {task_id!r}: the preprocessor returned {_type_name(value)}{where}; expected {EXPECTED}"
+    )
 
 
 def _type_name(value: Any) -> str:

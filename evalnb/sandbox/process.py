@@ -7,6 +7,7 @@ asyncio. Every byte from the worker is treated as untrusted JSON.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import select
 import shutil
@@ -28,6 +29,9 @@ START_TIMEOUT_SECONDS = 30.0
 STDERR_TAIL_BYTES = 4096
 POLL_SECONDS = 0.1  # how often a blocked read looks at the cancel flag
 
+WORKDIR_PREFIX = "evalnb-sandbox-"
+_swept = False
+
 # Workers are started from one long-lived thread: the kernel's parent-death signal fires
 # when the *thread* that started a process exits, and pool threads come and go.
 _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalnb-sandbox-spawn")
@@ -45,11 +49,33 @@ class Cancelled(Exception):
     """The caller gave up on the batch; the worker has been killed."""
 
 
+def sweep_stale_workdirs() -> list[str]:
+    """Remove worker temp folders whose owning process is gone (it was killed before cleanup)."""
+    removed = []
+    root = Path(tempfile.gettempdir())
+    for path in root.glob(f"{WORKDIR_PREFIX}*-*"):
+        owner = path.name[len(WORKDIR_PREFIX) :].split("-", 1)[0]
+        if not owner.isdigit() or int(owner) == os.getpid():
+            continue
+        try:
+            os.kill(int(owner), 0)
+            continue  # the owner still runs (or the pid was reused): leave it
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(str(path))
+    return removed
+
+
 class WorkerProcess:
     """One running worker; create with :meth:`start`."""
 
-    def __init__(self, proc: subprocess.Popen, workdir: str) -> None:
+    def __init__(self, proc: subprocess.Popen, workdir: str, slot: mmap.mmap) -> None:
         self.proc = proc
+        self._slot_map = slot
+        self._slot = memoryview(slot).cast("q")
         self.pid = proc.pid
         self.workdir = workdir
         self.isolation: dict = {}
@@ -59,29 +85,41 @@ class WorkerProcess:
         self._frames = protocol.FrameBuffer()
         self._stderr: deque[bytes] = deque()
         self._stderr_size = 0
-        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True, name=f"evalnb-sandbox-stderr-{self.pid}")
+        self._stderr_thread = threading.Thread(
+            target=self._drain_stderr, daemon=True, name=f"evalnb-sandbox-stderr-{self.pid}"
+        )
         self._stderr_thread.start()
         self.dead = False
 
     @classmethod
     def start(cls, *, memory_mb: int | None, file_mb: int | None, seccomp: bool = True) -> WorkerProcess:
         """Start a worker in a fresh temp folder and wait for its "ready" frame."""
-        workdir = tempfile.mkdtemp(prefix="evalnb-sandbox-")
-        config = {"parent_pid": os.getpid(), "memory_mb": memory_mb, "file_mb": file_mb, "seccomp": seccomp}
-        argv = [sys.executable, "-I", WORKER_SCRIPT, json.dumps(config)]
+        global _swept
+        if not _swept:
+            _swept = True
+            sweep_stale_workdirs()
+        workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
+        with tempfile.TemporaryFile() as slot_file:  # unlinked: only the two mappings remain
+            slot_file.truncate(protocol.SLOT_BYTES)
+            slot = mmap.mmap(slot_file.fileno(), protocol.SLOT_BYTES)
+            slot_fd = slot_file.fileno()
+            config = {"parent_pid": os.getpid(), "memory_mb": memory_mb, "file_mb": file_mb,
+                      "seccomp": seccomp, "slot_fd": slot_fd}  # fmt: skip
+            argv = [sys.executable, "-I", WORKER_SCRIPT, json.dumps(config)]
 
-        def spawn() -> subprocess.Popen:
-            return subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=workdir, env=scrubbed_env(workdir), start_new_session=True, close_fds=True, bufsize=0,
-            )  # fmt: skip
+            def spawn() -> subprocess.Popen:
+                return subprocess.Popen(
+                    argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir,
+                    env=scrubbed_env(workdir), start_new_session=True, close_fds=True, pass_fds=(slot_fd,), bufsize=0,
+                )  # fmt: skip
 
-        try:
-            proc = _spawner.submit(spawn).result()
-        except BaseException:
-            shutil.rmtree(workdir, ignore_errors=True)
-            raise
-        worker = cls(proc, workdir)
+            try:
+                proc = _spawner.submit(spawn).result()
+            except BaseException:
+                slot.close()
+                shutil.rmtree(workdir, ignore_errors=True)
+                raise
+        worker = cls(proc, workdir, slot)
         try:
             message = worker.recv(time.monotonic() + START_TIMEOUT_SECONDS)
             if message[0] != "ready" or len(message) < 3 or not isinstance(message[2], dict):
@@ -93,6 +131,10 @@ class WorkerProcess:
             raise SandboxError(f"the sandbox worker failed to start: {exc.reason}{worker.stderr_note()}") from None
         worker.isolation = message[2]
         return worker
+
+    def progress(self) -> tuple[int, int]:
+        """(index of the call in progress or last started, its start in monotonic ns); -1 = loading."""
+        return self._slot[0], self._slot[1]
 
     # -- frame I/O ---------------------------------------------------------------------
     def send(self, frame: bytes, deadline: float, cancel: threading.Event | None = None) -> None:

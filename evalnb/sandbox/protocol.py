@@ -8,11 +8,14 @@ parent -> worker   ["run", job, start, calls]      run calls[k] as call number s
                    ["exit"]
 worker -> parent   ["ready", pid, isolation]        once, after limits are in place
                    ["loaded"]                       the job's code is loaded (per "run")
-                   ["ok", i, value] / ["err", i, error]   one per call, in order, unbuffered
+                   ["res", i, [[1, value] | [0, error], ...]]   results of calls i, i+1, ... in order
                    ["bridge", i, request_id, kind, request]   call i asks for a model call
                    ["fatal", error]                 the code could not be loaded
                    ["done", next_index]             end of the "run" frame
 
+Results are batched (a few hundred per frame, or every 10 ms). So that a crash is still
+pinned on the right call, the worker also writes (call index, start time) into a 16-byte
+shared-memory slot before each call; the parent reads it when the worker dies or stalls.
 The parent never unpickles anything the worker sends: worker output is untrusted JSON.
 This module imports only the standard library because the worker loads it by file path.
 """
@@ -52,6 +55,16 @@ class ProtocolError(Exception):
 def encode(message: object) -> bytes:
     """One frame: header + compact JSON. Raises TypeError/ValueError for non-JSON values."""
     payload = _encoder.encode(message).encode("ascii")
+    return HEADER.pack(len(payload)) + payload
+
+
+def dumps(value: object) -> bytes:
+    """Compact JSON bytes of one value (strict), for building a frame from parts."""
+    return _encoder.encode(value).encode("ascii")
+
+
+def frame(payload: bytes) -> bytes:
+    """Prefix an already encoded payload with its length header."""
     return HEADER.pack(len(payload)) + payload
 
 
@@ -104,3 +117,7 @@ def decode(payload: bytes) -> list:
     if not isinstance(message, list) or not message or not isinstance(message[0], str):
         raise ProtocolError("frame is not a message array")
     return message
+
+
+SLOT_BYTES = 16
+"""The progress slot: two native int64s, (index of the call in progress, its start in monotonic ns)."""

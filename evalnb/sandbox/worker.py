@@ -1,21 +1,24 @@
 """The sandbox worker: the long-lived child process that runs user code (preprocessors, graders).
 
 The pool starts it as ``python -I <this file> CONFIG``. It imports only the standard library
-(its siblings protocol.py, limits.py and seccomp.py are loaded by file path, never through the
-evalnb package), so it is ready in a few tens of milliseconds. It then:
+(its siblings protocol.py, limits.py, seccomp.py and context.py are loaded by file path, never
+through the evalnb package), so it is ready in a few tens of milliseconds. It then:
 
 1. moves the protocol off stdin/stdout onto private descriptors, so anything user code prints
    (or a C library writes to fd 1) goes to stderr and cannot corrupt a frame;
 2. limits itself (rlimits, the seccomp filter, Python-level guards) before any user code runs;
-3. loads each job's code once (cached by content hash) and runs batches of calls, writing one
-   result frame per call as soon as it finishes, so the parent always knows which call is in
-   flight. A SIGALRM ticker raises inside a call that outlives its timeout, which keeps the
-   worker warm; the parent kills the worker if even that fails.
+3. loads each job's code once (cached by content hash) and runs batches of calls. Results go
+   out in batches; before each call the worker writes its index and start time into a shared
+   progress slot, so the parent always knows which call is in flight, even after a crash.
+   A SIGALRM ticker raises inside a call that outlives its timeout, which keeps the worker
+   warm; the parent kills the worker if even that fails.
 """
 
 from __future__ import annotations
 
+import _thread
 import json
+import mmap
 import os
 import signal
 import sys
@@ -35,12 +38,15 @@ def _sibling(name: str) -> Any:
 
 
 if __package__:
-    from . import limits, protocol, seccomp
+    from . import context, limits, protocol, seccomp
 else:  # started as a script inside the sandbox
-    protocol, limits, seccomp = _sibling("protocol"), _sibling("limits"), _sibling("seccomp")
+    protocol, limits, seccomp, context = (_sibling(n) for n in ("protocol", "limits", "seccomp", "context"))
 
 encode = protocol.encode
+dumps = protocol.dumps
 TICK_SECONDS = 0.05
+FLUSH_RESULTS = 256  # results per frame at most
+FLUSH_SECONDS = 0.01  # and at least this often while calls complete
 MAX_RESULT_BYTES = 16 * 1024 * 1024
 CODE_CACHE_SIZE = 16
 USER_MODULE_NAME = "evalnb_user_code"
@@ -50,20 +56,8 @@ class CallTimeout(BaseException):
     """Raised inside user code when its time is up (a BaseException, so ``except Exception`` won't hide it)."""
 
 
-class ModelAccessError(RuntimeError):
-    """ctx model helpers were called by a grader whose model_access is "none"."""
-
-
-class ModelCallLimitError(RuntimeError):
-    """The grader execution already made max_model_calls bridge calls."""
-
-
-class ModelCallError(RuntimeError):
-    """The parent could not complete a model call (provider error, timeout, refused)."""
-
-
 class _State:
-    """What the SIGALRM ticker needs to know about the call in progress."""
+    """The call in progress, as the SIGALRM ticker, the ctx bridge and the result buffer see it."""
 
     in_call = False
     in_io = False
@@ -75,9 +69,13 @@ class _State:
     index = 0
     request_id = 0
     memory_mb: int | None = None
+    bridged = False  # the current call made a model call: flush its result right away
+    results: Results | None = None
+    slot: memoryview | None = None  # (call index, start ns) shared with the parent
 
 
 STATE = _State()
+_BRIDGE_LOCK = _thread.allocate_lock()  # user threads calling ctx helpers take turns on the pipe
 
 
 def _on_alarm(signum: int, frame: object) -> None:
@@ -119,61 +117,53 @@ class Channel:
             self.buffer.feed(chunk)
 
 
-class Context:
-    """The optional ``ctx`` argument of a grader: run facts and the bridged model helpers."""
+class Results:
+    """Buffered result entries of one "run" frame, sent as ["res", first_index, [...]] frames."""
 
-    __slots__ = ("task_id", "model", "run_id", "metadata", "_channel", "_access", "_limit", "_used")
+    def __init__(self, channel: Channel, start: int) -> None:
+        self.channel, self.start = channel, start
+        self.parts: list[bytes] = []
+        self.flushed_at = time.monotonic()
 
-    def __init__(self, info: dict, channel: Channel, access: bool, limit: int) -> None:
-        self.task_id = info.get("task_id")
-        self.model = info.get("model")
-        self.run_id = info.get("run_id")
-        self.metadata = info.get("metadata") or {}
-        self._channel, self._access, self._limit, self._used = channel, access, limit, 0
+    def add(self, part: bytes) -> None:
+        self.parts.append(part)
+        if len(self.parts) >= FLUSH_RESULTS or time.monotonic() - self.flushed_at >= FLUSH_SECONDS:
+            self.flush()
 
-    def responses_create(self, model: str = "auto", input: Any = None, **kwargs: Any) -> dict:
-        """Call the Responses API through the parent; returns its JSON (with ``output_text``)."""
-        return self._call("responses", {**kwargs, "model": model, "input": input})
-
-    def embeddings_create(self, model: str = "auto", input: Any = None, **kwargs: Any) -> dict:
-        """Call the Embeddings API through the parent; returns its JSON."""
-        return self._call("embeddings", {**kwargs, "model": model, "input": input})
-
-    def _call(self, kind: str, request: dict) -> dict:
-        if not self._access:
-            raise ModelAccessError(
-                f"ctx.{kind}_create is disabled: this grader has model_access 'none' (set model_access: mka1)"
-            )
-        if self._used >= self._limit:
-            raise ModelCallLimitError(f"max_model_calls ({self._limit}) reached for this grader execution")
-        self._used += 1
-        return _bridge(self._channel, kind, request)
-
-    def __repr__(self) -> str:
-        return f"Context(task_id={self.task_id!r}, model={self.model!r}, run_id={self.run_id!r})"
+    def flush(self) -> None:
+        if self.parts:
+            payload = b'["res",%d,[%s]]' % (self.start, b",".join(self.parts))
+            self.start += len(self.parts)
+            self.parts = []
+            self.channel.send(protocol.frame(payload))
+        self.flushed_at = time.monotonic()
 
 
 def _bridge(channel: Channel, kind: str, request: dict) -> dict:
     st = STATE
-    st.request_id += 1
-    request_id = st.request_id
-    try:
-        frame = encode(["bridge", st.index, request_id, kind, request])
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"ctx.{kind}_create arguments must be JSON values ({exc})") from None
-    st.in_io = True  # a timeout must not interrupt a half-read frame; it fires right after
-    try:
-        channel.send(frame)
-        while True:
-            message = channel.recv()
-            if message is None:
-                os._exit(0)
-            if message[0] == "reply" and message[1] == request_id:
-                break  # replies to calls that already timed out are skipped
-    finally:
-        st.in_io = False
+    with _BRIDGE_LOCK:
+        st.bridged = True
+        if st.results is not None:
+            st.results.flush()  # finished calls are acknowledged before any model call is made
+        st.request_id += 1
+        request_id = st.request_id
+        try:
+            frame = encode(["bridge", st.index, request_id, kind, request])
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"ctx.{kind}_create arguments must be JSON values ({exc})") from None
+        st.in_io = True  # a timeout must not interrupt a half-read frame; it fires right after
+        try:
+            channel.send(frame)
+            while True:
+                message = channel.recv()
+                if message is None:
+                    os._exit(0)
+                if message[0] == "reply" and message[1] == request_id:
+                    break  # replies to calls that already timed out are skipped
+        finally:
+            st.in_io = False
     if not message[2]:
-        raise ModelCallError(str(message[3]))
+        raise context.ModelCallError(str(message[3]))
     return message[3]
 
 
@@ -204,11 +194,15 @@ def _describe(exc: BaseException, filename: str, what: str) -> dict:
     return {"type": name, "message": message[:4000], "line": line}
 
 
-def _guarded(fn: Any, args: list) -> tuple[bool, Any]:
+def _guarded(fn: Any, args: list, index: int = -1) -> tuple[bool, Any]:
     """Run one user call under the ticker; never lets an exception escape."""
     st = STATE
     st.fired = False
-    st.deadline = time.monotonic() + st.timeout
+    started = time.monotonic_ns()
+    if st.slot is not None:
+        st.slot[1] = started  # start first, then index: a reader never pairs a new index with an old start
+        st.slot[0] = index
+    st.deadline = started / 1e9 + st.timeout
     if st.cpu_limit is not None:
         st.cpu_start = time.process_time()
     st.in_call = True
@@ -286,27 +280,37 @@ def _run(channel: Channel, job: dict, start: int, calls: list) -> None:
         ctx_info = job.get("ctx")
         use_ctx = ctx_info is not None and _accepts(fn, int(job["nargs"]))
         access, limit = bool(job.get("model_access")), int(job.get("max_model_calls") or 0)
+
+        def send(kind: str, request: dict) -> dict:
+            return _bridge(channel, kind, request)
+
         fail_fast = bool(job.get("fail_fast"))
         unpack = _grade_unpacker(job["unpack"]) if job.get("unpack") else None
+        results = st.results = Results(channel, start)
         index = start
         for args in calls:
             st.index = index
             if unpack is not None:
                 args = unpack(args)
             if use_ctx:
-                args.append(Context(ctx_info, channel, access, limit))
-            ok, value = _guarded(fn, args)
+                args.append(context.Context(ctx_info, send, access, limit))
+            st.bridged = False
+            ok, value = _guarded(fn, args, index)
             if ok:
-                frame = _result_frame(index, value, fn_name)
+                part = _result_part(value, fn_name)
             else:
-                frame = encode(["err", index, _describe(value, filename, fn_name)])
+                part = dumps([0, _describe(value, filename, fn_name)])
             value = args = None  # type: ignore[assignment]
-            channel.send(frame)
+            results.add(part)
+            if st.bridged:
+                results.flush()  # never let a call that made model calls be re-run after a crash
             index += 1
             if not ok and fail_fast:
                 break
+        results.flush()
         channel.send(encode(["done", index]))
     finally:
+        st.results = None
         signal.setitimer(signal.ITIMER_REAL, 0, 0)
 
 
@@ -339,16 +343,17 @@ def _grade_unpacker(spec: dict) -> Any:
     return unpack
 
 
-def _result_frame(index: int, value: Any, fn_name: str) -> bytes:
+def _result_part(value: Any, fn_name: str) -> bytes:
+    """``[1, value]`` as JSON, or ``[0, error]`` when the value is not JSON or too large."""
     try:
-        frame = encode(["ok", index, value])
-    except Exception as exc:  # noqa: BLE001 - TypeError, ValueError (circular, NaN), RecursionError, MemoryError
+        part = dumps([1, value])
+    except Exception as exc:  # noqa: BLE001 - TypeError, ValueError (circular), RecursionError, MemoryError
         message = f"{fn_name} returned a value that is not JSON ({type(value).__name__}: {exc})"
-        return encode(["err", index, {"type": "NotJSON", "message": message, "line": None}])
-    if len(frame) > MAX_RESULT_BYTES:
-        message = f"{fn_name} returned {len(frame)} bytes of JSON; the limit is {MAX_RESULT_BYTES}"
-        return encode(["err", index, {"type": "ResultTooLarge", "message": message, "line": None}])
-    return frame
+        return dumps([0, {"type": "NotJSON", "message": message, "line": None}])
+    if len(part) > MAX_RESULT_BYTES:
+        message = f"{fn_name} returned {len(part)} bytes of JSON; the limit is {MAX_RESULT_BYTES}"
+        return dumps([0, {"type": "ResultTooLarge", "message": message, "line": None}])
+    return part
 
 
 def _take_protocol_fds() -> Channel:
@@ -364,6 +369,10 @@ def _take_protocol_fds() -> Channel:
 def main(argv: list[str]) -> None:
     config = json.loads(argv[1])
     channel = _take_protocol_fds()
+    slot_fd = config.get("slot_fd")
+    if slot_fd is not None:
+        STATE.slot = memoryview(mmap.mmap(slot_fd, protocol.SLOT_BYTES)).cast("q")
+        os.close(slot_fd)
     seccomp.set_parent_death_signal(int(config["parent_pid"]))
     STATE.memory_mb = config.get("memory_mb")
     isolation: dict[str, Any] = {"rlimits": limits.apply_rlimits(config.get("memory_mb"), config.get("file_mb"))}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalnb.widgets import _html as h
+from evalnb.widgets.preview import _as_index
 
 if TYPE_CHECKING:
     from evalnb.manifest import Suite
@@ -152,10 +153,11 @@ class BrowseWidget:
     def show(self, index: int) -> None:
         """Show page ``index`` of the current filter (IndexError naming the valid range)."""
         count = len(self.pages)
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+        position = _as_index(index)
+        if position is None or not 0 <= position < count:
             valid = f"0-{count - 1}" if count else f"none: filter {self.filter!r} matches no page"
             raise IndexError(f"no page {index!r} (valid: {valid})")
-        self.index = index
+        self.index = position
         self._refresh()
 
     def next(self) -> None:
@@ -269,7 +271,8 @@ class BrowseWidget:
     def _item(self, task_id: str, index: int) -> Any:
         if task_id not in self._items:
             try:
-                self._items[task_id] = self.suite.items(task_id)  # type: ignore[union-attr]
+                last = max(p.sample_index for p in self.all_pages if p.task_id == task_id)
+                self._items[task_id] = self.suite.items(task_id, limit=last + 1)  # type: ignore[union-attr]
             except Exception:  # unknown task or data gone: fall back to the stored prompt
                 self._items[task_id] = []
         items = self._items[task_id]
@@ -365,7 +368,7 @@ def _compared(samples: list[dict], column: str, cell: Any) -> list[str]:
     for sample in samples:
         html = cell(sample.get(column))
         if _key(sample.get(column)) != reference:
-            html = f'<div class="evalnb-differs" style="background:#fef3c7">{html}</div>'
+            html = f'<div class="evalnb-differs" style="background:#fef3c7;color:#111">{html}</div>'
         out.append(html)
     return out
 

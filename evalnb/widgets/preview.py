@@ -88,9 +88,12 @@ def stored_outputs(outputs: Any, default_task: str) -> Outputs:
 
 
 def _sample_index(value: Any) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
+    if isinstance(value, float) and value.is_integer():  # a frame column with gaps is float
+        return int(value)
+    index = _as_index(value)
+    if index is None:
         raise TypeError(f"a sample_index must be an integer, got {value!r}")
-    return int(value)
+    return index
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -171,10 +174,11 @@ class PreviewWidget:
     def show(self, index: int) -> None:
         """Show item ``index`` (IndexError naming the valid range if there is none)."""
         count = len(self.items)
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+        position = _as_index(index)
+        if position is None or not 0 <= position < count:
             valid = f"0-{count - 1}" if count else "none: it has no items"
             raise IndexError(f"task {self.task_id!r} has no item {index!r} (valid: {valid})")
-        self.index = index
+        self.index = position
         self._sync_controls()
         self._render()
 
@@ -260,7 +264,8 @@ class PreviewWidget:
         self.request_html, self.target_html, self.outputs_html = w.HTML(), w.HTML(), w.HTML()
         self.result_html = w.HTML()
         self.output_box = w.Textarea(placeholder="Type a model output, e.g. 'Answer: B'",
-                                     description="Try an output", layout=w.Layout(width="100%"))  # fmt: skip
+                                     description="Try an output", style={"description_width": "initial"},
+                                     layout=w.Layout(width="100%"))  # fmt: skip
         self.score_button = w.Button(description="Score", button_style="primary")
         tabs = w.Tab(children=[self.prompt_html, self.request_html, self.row_html],
                      titles=["Prompt", "Request payload", "Dataset row"])  # fmt: skip
@@ -433,6 +438,13 @@ class PreviewWidget:
                             metadata=task.metadata or None)  # fmt: skip
             self._graders[self.task_id] = grader
         return grader
+
+
+def _as_index(value: Any) -> int | None:
+    """An integer position (numpy ints included), or None for anything else (bools too)."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        return None
+    return int(value.__index__())
 
 
 def _as_model(model: Model | str | None) -> Model:

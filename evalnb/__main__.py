@@ -1,0 +1,8 @@
+"""``python -m evalnb``: the same command as the ``evalnb`` console script."""
+
+from __future__ import annotations
+
+from evalnb.cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

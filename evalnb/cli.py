@@ -1,0 +1,568 @@
+"""The ``evalnb`` command: validate, preview and run suites, then list, show and export runs.
+
+Only argparse and the standard library load at start-up; each subcommand imports what it
+needs, so ``evalnb --help`` never loads pandas. Exit codes: 0 success; 1 bad input or a
+failed run (a failed sample counts, unless ``--allow-failures``); 2 a usage error (argparse);
+130 interrupted. API keys come from environment variables only — a ``--api-key`` flag would
+land in shell history: OpenAI hosts read ``OPENAI_API_KEY``, other servers get no key unless
+``--api-key-env VAR`` names one (as `evalnb.Model` does: your OpenAI key is never sent
+elsewhere by default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from evalnb.errors import EvalnbError, ManifestError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalnb.manifest import Suite
+    from evalnb.providers.model import Model
+    from evalnb.results import RunResult
+    from evalnb.store import Store
+
+EXPORT_FORMATS = ("jsonl", "csv", "parquet")
+SAMPLE_ROWS = 20  # default --limit of `show --samples` and `runs`
+
+
+class CliError(Exception):
+    """A failure the user can fix: its message goes to stderr and the command exits 1."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command and return its exit code (the console script passes it to sys.exit)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors: return argparse's code
+        return exc.code if isinstance(exc.code, int) else 1
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        return 2
+    saved_home = os.environ.get("EVALNB_HOME")
+    if args.home is not None:
+        os.environ["EVALNB_HOME"] = str(Path(args.home).expanduser())
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+    except (CliError, EvalnbError, ValueError, KeyError, OSError) as exc:
+        if args.traceback and not isinstance(exc, CliError):
+            raise
+        message = str(exc.args[0]) if type(exc) is KeyError and exc.args else str(exc)
+        if message:
+            _err(message)
+        return 1
+    finally:
+        if saved_home is None:
+            os.environ.pop("EVALNB_HOME", None)
+        else:
+            os.environ["EVALNB_HOME"] = saved_home
+
+
+# ---- arguments ----------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from evalnb import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="evalnb", description="Validate, preview and run evalnb suites; list, show and export runs.",
+        epilog="Exit codes: 0 ok, 1 invalid input or failed run, 2 usage error, 130 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"evalnb {__version__}")
+    _global_options(parser, suppress=False)
+    # The same options after the subcommand (`evalnb runs --home DIR`); SUPPRESS keeps the
+    # value given before it when they are absent here.
+    common = argparse.ArgumentParser(add_help=False)
+    _global_options(common, suppress=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("validate", parents=[common], help="check a manifest and list every problem")
+    p.add_argument("file", help="suite manifest (.json, .yaml, .yml)")
+    p.set_defaults(handler=cmd_validate)
+
+    p = sub.add_parser("preview", parents=[common], help="show the prompt, target and row of an item")
+    p.add_argument("file", help="suite manifest")
+    p.add_argument("--task", help="task id (default: the first task)")
+    p.add_argument("--index", type=_non_negative, default=0, help="item index (default 0)")
+    p.add_argument("--limit", type=_positive, default=1, help="how many items from --index (default 1)")
+    p.add_argument("--raw", action="store_true", help="print the prompt exactly as sent, without headers")
+    p.set_defaults(handler=cmd_preview)
+
+    p = sub.add_parser("run", parents=[common], help="run a suite against models and print its metrics")
+    p.add_argument("file", help="suite manifest")
+    p.add_argument("--model", action="append", required=True, metavar="NAME[@BASE_URL]",
+                   help="candidate model (repeat for several); without @BASE_URL: OpenAI")
+    p.add_argument("--api", choices=("responses", "chat"),
+                   help="API of every model given (default: responses, as evalnb.Model); "
+                        "use chat for servers without the Responses API")
+    p.add_argument("--concurrency", type=_positive, default=4, help="model calls in flight (1-25, default 4)")
+    p.add_argument("--max-samples", type=_positive, help="at most N items per task")
+    p.add_argument("--task", action="append", metavar="ID", help="run only this task (repeatable)")
+    p.add_argument("--generation", type=_json_object, metavar="JSON",
+                   help='generation settings as a JSON object or @file.json, e.g. \'{"temperature": 0}\'')
+    p.add_argument("--judge-model", metavar="NAME[@BASE_URL]", help="model for ctx.responses_create")
+    p.add_argument("--embedding-model", metavar="NAME[@BASE_URL]", help="model for ctx.embeddings_create")
+    p.add_argument("--api-key-env", metavar="VAR",
+                   help="read every model's key from $VAR (default: OPENAI_API_KEY for OpenAI hosts, "
+                        "no key for other servers)")
+    p.add_argument("--no-reuse", action="store_true", help="call the models again instead of reusing stored outputs")
+    p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("runs", parents=[common], help="list stored runs, newest first")
+    p.add_argument("--limit", type=_non_negative, default=SAMPLE_ROWS, help="at most N runs (0: all; default 20)")
+    p.set_defaults(handler=cmd_runs)
+
+    p = sub.add_parser("show", parents=[common], help="a run's metrics (and samples)")
+    p.add_argument("run_id", help="run id, a unique prefix or suffix of one, or 'latest'")
+    p.add_argument("--samples", action="store_true", help="also list samples")
+    p.add_argument("--failed", action="store_true", help="with --samples: only failed samples")
+    p.add_argument("--limit", type=_non_negative, default=SAMPLE_ROWS, help="at most N samples (0: all; default 20)")
+    p.set_defaults(handler=cmd_show)
+
+    p = sub.add_parser("export", parents=[common], help="write a run's samples or metrics to a file")
+    p.add_argument("run_id", help="run id, a unique prefix or suffix of one, or 'latest'")
+    p.add_argument("--format", choices=EXPORT_FORMATS, help="default: from -o's suffix, else jsonl")
+    p.add_argument("--what", choices=("samples", "metrics", "scores"), default="samples", help="default: samples")
+    p.add_argument("-o", "--output", metavar="PATH", help="default: <run_id>.<what>.<format> here; '-': stdout")
+    p.set_defaults(handler=cmd_export)
+    return parser
+
+
+def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    parser.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS if suppress else None,
+                        help="evalnb home folder (sets EVALNB_HOME for this command)")
+    parser.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS if suppress else False,
+                        help="show the full traceback of an error")
+
+
+def _positive(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (found {value})")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more (found {value})")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise argparse.ArgumentTypeError(f"cannot read {text[1:]}: {exc.strerror}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError('must be a JSON object, like \'{"temperature": 0}\'')
+    return value
+
+
+# ---- validate and preview -----------------------------------------------------------------
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from evalnb.manifest import dataset_kind
+
+    suite = _load_suite(args.file)
+    tasks = ", ".join(f"{t.id} ({t.type}, {dataset_kind(t.dataset)} dataset)" for t in suite.tasks)
+    noun = "task" if len(suite.tasks) == 1 else "tasks"
+    print(f"{args.file}: valid; suite version {suite.version[:12]}; {len(suite.tasks)} {noun}: {tasks}")
+    return 0
+
+
+def _load_suite(path: str) -> Suite:
+    """The suite in `path`, or every manifest problem on stderr and exit 1."""
+    from evalnb.manifest import Suite
+
+    file = Path(path)
+    if not file.exists():
+        raise CliError(f"{path}: no such file")
+    if not file.is_file():
+        raise CliError(f"{path}: not a file")
+    try:
+        return Suite.from_file(file)
+    except ManifestError as exc:
+        noun = "problem" if len(exc.errors) == 1 else "problems"
+        lines = [f"{path}: invalid manifest ({len(exc.errors)} {noun})"]
+        lines += [f"{e['loc']}: {e['msg']}" if e.get("loc") else str(e["msg"]) for e in exc.errors]
+        raise CliError("\n".join(lines)) from None
+
+
+def cmd_preview(args: argparse.Namespace) -> int:
+    suite = _load_suite(args.file)
+    task = suite.task(args.task) if args.task else suite.tasks[0]
+    items = suite.items(task.id, limit=args.index + args.limit)
+    if args.index >= len(items):
+        span = f"indexes 0-{len(items) - 1}" if items else "no items"
+        raise CliError(f"task {task.id!r} has {len(items)} item(s) ({span}); --index {args.index} is out of range")
+    fewshot = task.effective_fewshot
+    row_name = "few-shot dataset row" if fewshot is not None and fewshot.dataset is not None else "row"
+    blocks = []
+    for item in items[args.index:]:
+        lines = [f"=== task {task.id} ({task.type}), item {item.index} ==="]
+        if args.raw:
+            lines += ["--- prompt (exactly as sent) ---", item.prompt]
+        else:
+            for n, shot in enumerate(item.fewshot, 1):
+                lines += [f"--- example {n} ({row_name} {shot.row_index}) ---", shot.text]
+            lines += [f"--- prompt (row {item.index}) ---", item.question]
+        lines += ["--- target ---", item.target]
+        if item.choices is not None:
+            lines += ["--- choices ---", *item.choices]
+        lines += ["--- row ---", json.dumps(item.row, indent=2, ensure_ascii=False, default=str)]
+        blocks.append("\n".join(lines))
+    print("\n\n".join(blocks))
+    return 0
+
+
+# ---- run ------------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from evalnb.runner import run
+
+    suite = _load_suite(args.file)
+    models = [_model(spec, args, "model") for spec in args.model]
+    judge = _model(args.judge_model, args, "judge_model") if args.judge_model else None
+    embedding = _model(args.embedding_model, args, "embedding_model") if args.embedding_model else None
+    _check_keys([m for m in (*models, judge, embedding) if m is not None])
+    result = run(
+        suite, models, generation=args.generation, concurrency=args.concurrency, task_ids=args.task,
+        max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
+        reuse=not args.no_reuse, progress=False if args.no_progress else "text",
+    )
+    _print_metrics(result)
+    counts = result.run.get("counts") or {}
+    failed = int(counts.get("failed") or 0)
+    print(f"run_id: {result.run_id}  status: {result.status}  samples: {counts.get('total', 0)}  failed: {failed}")
+    if result.run.get("error"):
+        _err(f"run error: {result.run['error']}")
+    if failed:
+        _report_failures(result, failed)
+    if result.status == "cancelled":
+        return 130
+    if result.status != "completed" or (failed and not args.allow_failures):
+        return 1
+    return 0
+
+
+def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
+    """``NAME[@BASE_URL]`` (parsed as `evalnb.run` does) with --api and --api-key-env applied."""
+    from dataclasses import replace
+
+    from evalnb.run_plan import as_model
+
+    model = as_model(spec, what)
+    changes: dict[str, Any] = {}
+    if args.api and what != "embedding_model":  # embeddings have one endpoint whatever the API
+        changes["api"] = args.api
+    if args.api_key_env:
+        changes["api_key_env"] = args.api_key_env
+    return replace(model, **changes) if changes else model
+
+
+def _check_keys(models: list[Model]) -> None:
+    """Fail before the run, not with a 401 per sample, when a key's variable is unset."""
+    missing: dict[str, list[str]] = {}
+    for m in models:
+        if m.key_env and not os.environ.get(m.key_env):
+            missing.setdefault(m.key_env, []).append(f"{m.name} at {m.base_url}")
+    if missing:
+        raise CliError("; ".join(
+            f"environment variable {var} is not set (the API key for {', '.join(who)})" for var, who in missing.items()
+        ))
+
+
+def _report_failures(result: RunResult, failed: int) -> None:
+    frame = result.samples
+    bad = frame[frame["status"] == "failed"].head(3)
+    _err(f"{failed} sample(s) failed, for example:")
+    for row in bad.to_dict("records"):
+        print(f"  {row['task_id']} / {row['model']} #{row['sample_index']}: {_one_line(row['error'])}", file=sys.stderr)
+    print(f"  see: evalnb show {result.run_id} --samples --failed", file=sys.stderr)
+
+
+# ---- runs, show, export -------------------------------------------------------------------
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = _open_store(required=False)
+    if store is None:
+        _err(f"no runs in {_home()} (no store there yet)")
+        return 0
+    with store:
+        frame = store.list_runs(limit=args.limit + 1 if args.limit else None)
+    if frame.empty:
+        _err(f"no runs in {_home()}")
+        return 0
+    more = bool(args.limit) and len(frame) > args.limit
+    rows = [
+        [r["run_id"], r["status"], r["created_at"].strftime("%Y-%m-%d %H:%M:%S"), r["models"],
+         str(r["n_samples"]), str(r["n_failed"])]
+        for r in frame.head(args.limit or None).to_dict("records")
+    ]
+    print("\n".join(_table(["run_id", "status", "created (UTC)", "models", "samples", "failed"], rows, right={4, 5})))
+    if more:
+        _err(f"showing the newest {args.limit}; --limit 0 lists all")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from evalnb.results import RunResult
+
+    store = _open_store()
+    with store:
+        result = RunResult(store, _find_run(store, args.run_id))
+        run = result.run
+        counts = run.get("counts") or {}
+        head = [
+            ["run", str(result.run_id)],
+            ["status", f"{result.status} ({counts.get('total', 0)} samples, {counts.get('failed', 0)} failed)"],
+            ["suite", str(run.get("suite_version") or "")[:12]],
+            ["models", ", ".join(result.models)],
+            ["created", _when(run.get("created_at"))],
+        ]
+        if run.get("generation"):
+            head.append(["generation", json.dumps(run["generation"], sort_keys=True)])
+        if run.get("error"):
+            head.append(["error", _one_line(run["error"])])
+        print("\n".join(_table(None, head)) + "\n")
+        _print_metrics(result)
+        if args.samples:
+            print()
+            _print_samples(result, failed_only=args.failed, limit=args.limit)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from evalnb.results import RunResult
+
+    fmt = args.format or _format_of(args.output) or "jsonl"
+    if fmt == "parquet" and args.output == "-":
+        raise CliError("parquet cannot go to stdout; give -o PATH")
+    store = _open_store()
+    with store:
+        result = RunResult(store, _find_run(store, args.run_id))
+        out = args.output or f"{result.run_id}.{args.what}.{fmt}"
+        if fmt == "jsonl":
+            records = result.to_records(args.what)
+            text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
+            n = len(records)
+            _write_text(out, text)
+        else:
+            frame = _flat(getattr(result, args.what))
+            n = len(frame)
+            if fmt == "csv":
+                _write_text(out, frame.to_csv(index=False))
+            else:
+                try:
+                    frame.to_parquet(out, index=False)
+                except ImportError as exc:
+                    raise CliError(f"parquet export needs pyarrow ({exc}); pip install pyarrow") from None
+    print(f"wrote {n} {args.what} rows to {'stdout' if out == '-' else out}", file=sys.stderr if out == "-" else sys.stdout)
+    return 0
+
+
+def _format_of(path: str | None) -> str | None:
+    suffix = Path(path).suffix.lower().lstrip(".") if path and path != "-" else ""
+    return {"jsonl": "jsonl", "ndjson": "jsonl", "csv": "csv", "parquet": "parquet", "pq": "parquet"}.get(suffix)
+
+
+def _write_text(out: str, text: str) -> None:
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(out).write_text(text, encoding="utf-8")
+
+
+def _flat(frame: pd.DataFrame) -> pd.DataFrame:
+    """Dict and list cells (dataset_row, judge) as JSON text: CSV and Parquet need flat columns."""
+    frame = frame.copy()
+    for column in frame.columns:
+        if frame[column].dtype == object and frame[column].map(lambda v: isinstance(v, (dict, list))).any():
+            frame[column] = frame[column].map(
+                lambda v: json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (dict, list)) else v
+            )
+    return frame
+
+
+def _home() -> Path:
+    # The rule of evalnb.home.evalnb_home(), without creating the folder: reading commands
+    # run in the wrong directory should not leave an empty .evalnb behind.
+    return Path(os.environ.get("EVALNB_HOME") or ".evalnb").expanduser().resolve()
+
+
+def _open_store(required: bool = True) -> Store | None:
+    from evalnb.store import Store
+
+    path = _home() / "evalnb.sqlite"
+    if path.is_file():
+        return Store(path)
+    if required:
+        raise CliError(f"no evalnb store at {path}; use --home DIR (or EVALNB_HOME) for the folder your runs are in")
+    return None
+
+
+def _find_run(store: Store, ref: str) -> str:
+    """A run id from an id, 'latest', or a unique prefix/suffix (the progress line shows the last 8)."""
+    from evalnb.store import UnknownRunError
+
+    try:
+        return store.get_run(ref)["run_id"]
+    except UnknownRunError:
+        pass
+    ids = list(store.list_runs()["run_id"])
+    if ref == "latest" and ids:
+        return ids[0]
+    matches = [i for i in ids if len(ref) >= 4 and (i.startswith(ref) or i.endswith(ref))]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise CliError(f"run id {ref!r} is ambiguous: it matches {', '.join(matches[:5])}")
+    raise CliError(f"unknown run {ref!r} in {store.path}; `evalnb runs` lists the stored runs")
+
+
+# ---- tables -------------------------------------------------------------------------------
+
+
+def _print_metrics(result: RunResult) -> None:
+    metrics = result.metrics
+    rows, errors = [], {}
+    for r in metrics.to_dict("records"):
+        ci = f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]" if not math.isnan(r["ci_low"]) else "-"
+        rows.append([r["task_id"], r["model"], r["metric"], str(r["n"]), str(r["n_failed"]), _num(r["mean"]), ci])
+        if not _missing(r.get("error")):
+            errors[(r["task_id"], r["model"])] = r["error"]
+    if rows:
+        headers = ["task", "model", "metric", "n", "n_failed", "mean", "95% CI"]
+        print("\n".join(_table(headers, rows, right={3, 4, 5})))
+    else:
+        print("(no metrics)")
+    for (task, model), error in errors.items():
+        print(f"error: task {task}, model {model}: {_one_line(error)}")
+
+
+def _print_samples(result: RunResult, *, failed_only: bool, limit: int) -> None:
+    frame = result.samples
+    if failed_only:
+        frame = frame[frame["status"] == "failed"]
+    total = len(frame)
+    if limit:
+        frame = frame.head(limit)
+    columns = result.metric_columns
+    rows = []
+    for r in frame.to_dict("records"):
+        scores = ", ".join(
+            f"{metric}={_score(r[column])}" for metric, column in columns.items()
+            if isinstance(r.get(column), float) and not math.isnan(r[column])
+        )
+        extracted, error = r["extracted_output"], r["error"]
+        rows.append([
+            r["task_id"], r["model"], str(r["sample_index"]), r["status"],
+            "-" if _missing(extracted) else json.dumps(extracted, ensure_ascii=False),
+            scores, "" if _missing(error) else _one_line(error),
+        ])
+    if not rows:
+        print("(no failed samples)" if failed_only else "(no samples)")
+        return
+    headers = ["task", "model", "index", "status", "extracted", "scores", "error"]
+    width = shutil.get_terminal_size((120, 24)).columns
+    print("\n".join(line[:width] for line in _table(headers, rows, right={2}, width=width, flexible=(4, 5, 6))))
+    if total > len(rows):
+        print(f"({total - len(rows)} more; --limit 0 shows all)")
+
+
+def _table(
+    headers: list[str] | None,
+    rows: list[list[str]],
+    *,
+    right: set[int] = frozenset(),  # type: ignore[assignment]
+    width: int | None = None,
+    flexible: tuple[int, ...] = (),
+) -> list[str]:
+    """A plain aligned table; `flexible` columns shrink (with an ellipsis) to fit `width`."""
+    grid = ([headers] if headers else []) + rows
+    widths = [max(len(r[i]) for r in grid) for i in range(len(grid[0]))]
+    if width is not None and flexible:
+        widths = _fit(widths, flexible, width, minimum=[len(headers[i]) if headers else 1 for i in range(len(widths))])
+    lines = []
+    for n, r in enumerate(grid):
+        cells = [_clip(c, w) for c, w in zip(r, widths)]
+        lines.append("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
+        if n == 0 and headers:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
+def _fit(widths: list[int], flexible: tuple[int, ...], width: int, minimum: list[int]) -> list[int]:
+    widths = list(widths)
+    excess = sum(widths) + 2 * (len(widths) - 1) - width
+    while excess > 0:
+        i = max(flexible, key=lambda j: widths[j] - max(minimum[j], 6))
+        if widths[i] <= max(minimum[i], 6):
+            break
+        widths[i] -= 1
+        excess -= 1
+    return widths
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _missing(value: Any) -> bool:
+    """None, NaN or pandas' NA (a string column holds NaN for a missing value)."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or type(value).__name__ == "NAType"
+
+
+def _one_line(value: Any) -> str:
+    return " ".join(str(value).split())
+
+
+def _num(x: float) -> str:
+    if x is None or math.isnan(x):
+        return "-"
+    return f"{x:.4f}" if abs(x) < 1e5 else f"{x:.4e}"
+
+
+def _score(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:.4g}"
+
+
+def _when(ts: Any) -> str:
+    if not isinstance(ts, (int, float)):
+        return "-"
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _err(message: str) -> None:
+    print(f"evalnb: {message}", file=sys.stderr)

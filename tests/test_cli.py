@@ -1,0 +1,468 @@
+"""The `evalnb` command line: validate, preview, run, runs, show, export, exit codes.
+
+Commands run in-process through `evalnb.cli.main` (capsys reads what they print); runs go to
+a real `LocalModelServer` on 127.0.0.1 whose responder plants known right and wrong answers,
+so the printed metrics are exact. One subprocess test runs the installed console script.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import evalnb
+from evalnb import graders
+from evalnb.cli import main
+from evalnb.testing import Fault, LocalModelServer
+
+QUESTIONS = {"1+1": "2", "2+2": "4", "3+3": "6", "4+4": "8", "5+5": "10"}
+# What each model answers wrong (everything else it answers right).
+WRONG = {"good": {"3+3"}, "bad": {"2+2", "3+3", "4+4", "5+5"}, "flaky": set()}
+
+
+def _responder(body: dict, path: str):
+    """Answer the last `Q: ...` of the prompt: right, or planted wrong, or a 400 for flaky 4+4."""
+    prompt = body["input"] if path == "/v1/responses" else body["messages"][-1]["content"]
+    question = re.findall(r"Q: (.+)\nA:", prompt)[-1]
+    model = body["model"]
+    if model == "flaky" and question == "4+4":
+        return Fault(status=400)
+    return "wrong" if question in WRONG.get(model, ()) else QUESTIONS[question]
+
+
+def _suite_dict() -> dict:
+    return {
+        "schema_version": "2026-05-27",
+        "tasks": [
+            {
+                "id": "arith",
+                "type": "qa",
+                "dataset": {"path": "data/arith.jsonl"},
+                "prompt_template": "Q: {{q}}\nA:",
+                "target_template": "{{a}}",
+                "num_fewshot": 1,
+                "grader": graders.spec("exact_match"),
+            },
+            {
+                "id": "echo",
+                "type": "classification",
+                "dataset": {"path": "data/arith.jsonl"},
+                "prompt_template": "Q: {{q}}\nA:",
+                "target_template": "{{a}}",
+                "choices": ["yes", "no"],
+                "grader": graders.spec("exact_match"),
+            },
+        ],
+    }
+
+
+def _write_suite(folder: Path, manifest: dict | None = None, name: str = "suite.json") -> Path:
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    rows = [{"q": q, "a": a} for q, a in QUESTIONS.items()]
+    (folder / "data" / "arith.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = folder / name
+    path.write_text(json.dumps(manifest if manifest is not None else _suite_dict()))
+    return path
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A fresh evalnb home, no OpenAI key, a wide terminal."""
+    monkeypatch.setenv("EVALNB_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("COLUMNS", "250")
+    return tmp_path
+
+
+@pytest.fixture
+def suite_file(env) -> Path:
+    return _write_suite(env)
+
+
+@pytest.fixture
+def server():
+    with LocalModelServer(_responder) as s:
+        yield s
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _run_id(out: str) -> str:
+    match = re.search(r"run_id: (eval_run_[0-9a-f]{32})", out)
+    assert match, out
+    return match.group(1)
+
+
+def _metric_line(out: str, task: str, model: str) -> str:
+    lines = [ln for ln in out.splitlines() if ln.split()[:3] == [task, model, "exact_match"]]
+    assert len(lines) == 1, out
+    return lines[0]
+
+
+# ---- entry points ---------------------------------------------------------------------------
+
+
+def test_console_script_help_starts_without_pandas(tmp_path):
+    script = Path(sys.executable).with_name("evalnb")
+    cmd = [str(script), "--help"] if script.exists() else [sys.executable, "-m", "evalnb", "--help"]
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for command in ("validate", "preview", "run", "runs", "show", "export"):
+        assert command in proc.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "evalnb.cli" in imported  # the import-time report works, so the next check means something
+    assert not {m for m in imported if m.split(".")[0] in ("pandas", "numpy", "datasets", "plotly", "ipywidgets")}
+
+
+def test_python_dash_m_evalnb_runs_the_cli(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["evalnb", "--version"])
+    with pytest.raises(SystemExit) as exc:
+        runpy.run_module("evalnb", run_name="__main__")
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"evalnb {evalnb.__version__}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["validate"], ["bogus"], ["preview", "x.json", "--index", "-1"], ["preview", "x.json", "--limit", "0"],
+     ["run", "x.json"], ["run", "x.json", "--model", "m", "--concurrency", "0"],
+     ["run", "x.json", "--model", "m", "--api", "completions"], ["run", "x.json", "--model", "m", "--generation", "{"],
+     ["run", "x.json", "--model", "m", "--generation", "[1, 2]"], ["export", "r", "--format", "xlsx"]],
+)
+def test_usage_errors_exit_2(args, capsys):
+    code, out, err = _run(capsys, *args)
+    assert code == 2
+    assert "usage:" in err
+
+
+# ---- validate -------------------------------------------------------------------------------
+
+
+def test_validate_prints_a_one_line_summary(suite_file, capsys):
+    code, out, err = _run(capsys, "validate", suite_file)
+    assert code == 0 and err == ""
+    version = evalnb.Suite.from_file(suite_file).version
+    assert out.count("\n") == 1
+    assert version[:12] in out and version[:13] not in out
+    assert "arith (qa, local dataset)" in out and "echo (classification, local dataset)" in out
+
+
+def test_validate_reads_yaml_with_a_huggingface_dataset(env, capsys):
+    path = env / "s.yaml"
+    path.write_text(
+        "tasks:\n  - id: hf\n    type: multiple_choice\n    dataset: {path: facebook/belebele, name: eng_Latn}\n"
+        "    prompt_template: '{{question}}'\n    grader: {source: 'def grade(s, i): return 1'}\n"
+    )
+    code, out, _ = _run(capsys, "validate", path)
+    assert code == 0
+    assert "1 task: hf (multiple_choice, huggingface dataset)" in out
+
+
+def test_validate_lists_every_problem_and_exits_1(env, capsys):
+    manifest = _suite_dict()
+    manifest["tasks"][0].update(id="bad id!", type="nope")
+    manifest["tasks"][1]["grader"]["timeout_seconds"] = 601
+    path = _write_suite(env, manifest)
+    with pytest.raises(evalnb.ManifestError) as expected:
+        evalnb.Suite.from_file(path)
+    code, out, err = _run(capsys, "validate", path)
+    assert code == 1 and out == ""
+    lines = err.splitlines()
+    assert lines[0] == f"evalnb: {path}: invalid manifest (3 problems)"
+    assert lines[1:] == [f"{e['loc']}: {e['msg']}" for e in expected.value.errors]
+    assert {line.split(":")[0] for line in lines[1:]} == {"tasks[0].id", "tasks[0].type", "tasks[1].grader.timeout_seconds"}
+
+
+def test_validate_bad_json_missing_file_and_folder_exit_1(env, capsys):
+    bad = env / "bad.json"
+    bad.write_text('{"tasks": [}')
+    code, _, err = _run(capsys, "validate", bad)
+    assert code == 1 and "invalid JSON at line 1" in err
+    code, _, err = _run(capsys, "validate", env / "nope.json")
+    assert code == 1 and err.strip() == f"evalnb: {env / 'nope.json'}: no such file"
+    code, _, err = _run(capsys, "validate", env)
+    assert code == 1 and "not a file" in err
+
+
+# ---- preview --------------------------------------------------------------------------------
+
+
+def test_preview_shows_examples_prompt_target_and_row(suite_file, capsys):
+    code, out, err = _run(capsys, "preview", suite_file)
+    assert code == 0 and err == ""
+    assert out.splitlines() == [
+        "=== task arith (qa), item 0 ===",
+        "--- example 1 (row 1) ---",  # row 0 is the evaluated row, so it is left out
+        "Q: 2+2", "A:", "4",
+        "--- prompt (row 0) ---",
+        "Q: 1+1", "A:",
+        "--- target ---",
+        "2",
+        "--- row ---",
+        "{", '  "q": "1+1",', '  "a": "2"', "}",
+    ]
+
+
+def test_preview_task_index_limit_and_raw(suite_file, capsys):
+    code, out, _ = _run(capsys, "preview", suite_file, "--task", "echo", "--index", "3", "--limit", "5")
+    assert code == 0
+    assert re.findall(r"=== task echo \(classification\), item (\d) ===", out) == ["3", "4"]  # the last is 4
+    assert "--- choices ---\nyes\nno\n" in out and "example" not in out
+    code, out, _ = _run(capsys, "preview", suite_file, "--index", "2", "--raw")
+    item = evalnb.Suite.from_file(suite_file).items("arith")[2]
+    assert code == 0
+    assert f"--- prompt (exactly as sent) ---\n{item.prompt}\n--- target ---\n6\n" in out
+
+
+def test_preview_out_of_range_and_unknown_task_exit_1(suite_file, capsys):
+    code, out, err = _run(capsys, "preview", suite_file, "--index", "4")
+    assert code == 0 and "item 4 ===" in out
+    code, out, err = _run(capsys, "preview", suite_file, "--index", "5")
+    assert code == 1 and out == ""
+    assert "task 'arith' has 5 item(s) (indexes 0-4); --index 5 is out of range" in err
+    code, _, err = _run(capsys, "preview", suite_file, "--task", "nope")
+    assert code == 1 and "no task 'nope'" in err and "arith, echo" in err
+
+
+# ---- run --------------------------------------------------------------------------------------
+
+
+def test_run_prints_exact_metrics_and_the_run_id(suite_file, server, capsys):
+    code, out, err = _run(capsys, "run", suite_file, "--model", f"good@{server.base_url}",
+                          "--model", f"bad@{server.base_url}", "--concurrency", "25")
+    assert code == 0, err
+    run_id = _run_id(out)
+    assert run_id[-8:] in err and "completed" in err  # the progress line went to stderr
+    assert out.splitlines()[0].split() == ["task", "model", "metric", "n", "n_failed", "mean", "95%", "CI"]
+    expected = evalnb.load_run(run_id).metrics.set_index(["task_id", "model"])
+    for task in ("arith", "echo"):
+        for model, mean in (("good", "0.8000"), ("bad", "0.2000")):
+            line = _metric_line(out, task, model)
+            assert line.split()[3:6] == ["5", "0", mean]
+            row = expected.loc[(task, model)]
+            assert f"[{row['ci_low']:.4f}, {row['ci_high']:.4f}]" in line
+            assert 0 < row["ci_low"] < float(mean) < row["ci_high"] < 1
+    assert f"run_id: {run_id}  status: completed  samples: 20  failed: 0" in out
+    assert {r.path for r in server.requests} == {"/v1/responses"}
+
+
+def test_a_failed_sample_exits_1_unless_allowed(suite_file, server, capsys):
+    args = ["run", suite_file, "--model", f"flaky@{server.base_url}", "--task", "arith", "--no-progress"]
+    code, out, err = _run(capsys, *args)
+    assert code == 1
+    assert _metric_line(out, "arith", "flaky").split()[3:6] == ["4", "1", "1.0000"]
+    assert "failed: 1" in out
+    assert "1 sample(s) failed" in err and "arith / flaky #3" in err and "400" in err
+    assert "[evalnb" not in err  # --no-progress
+    code, out, _ = _run(capsys, *args, "--allow-failures")
+    assert code == 0
+    assert _metric_line(out, "arith", "flaky").split()[3:6] == ["4", "1", "1.0000"]
+
+
+def test_api_applies_to_every_model(suite_file, server, capsys):
+    code, _, err = _run(capsys, "run", suite_file, "--model", f"good@{server.base_url}",
+                        "--model", f"bad@{server.base_url}", "--api", "chat", "--task", "echo")
+    assert code == 0, err
+    assert len(server.requests) == 10
+    assert {r.path for r in server.requests} == {"/v1/chat/completions"}
+
+
+def test_keys_come_from_the_named_environment_variable_only(suite_file, server, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-must-not-leak")
+    model = f"good@{server.base_url}"
+    code, _, err = _run(capsys, "run", suite_file, "--model", model, "--task", "echo", "--max-samples", "1")
+    assert code == 0, err
+    assert [r.headers.get("authorization") for r in server.requests] == [None]  # not an OpenAI host
+    server.reset()
+    monkeypatch.setenv("LOCAL_KEY", "sk-local-1234")
+    code, _, err = _run(capsys, "run", suite_file, "--model", model, "--api-key-env", "LOCAL_KEY",
+                        "--task", "echo", "--max-samples", "1", "--no-reuse")
+    assert code == 0, err
+    assert [r.headers.get("authorization") for r in server.requests] == ["Bearer sk-local-1234"]
+    server.reset()
+    code, out, err = _run(capsys, "run", suite_file, "--model", model, "--api-key-env", "UNSET_KEY_VAR")
+    assert code == 1 and out == ""
+    assert "environment variable UNSET_KEY_VAR is not set" in err and "good at http://127.0.0.1" in err
+    assert server.requests == []
+
+
+def test_generation_task_and_max_samples_reach_the_run(suite_file, server, capsys, env):
+    gen = env / "gen.json"
+    gen.write_text('{"temperature": 0, "max_output_tokens": 7}')
+    code, out, err = _run(capsys, "run", suite_file, "--model", f"good@{server.base_url}", "--task", "echo",
+                          "--max-samples", "2", "--generation", f"@{gen}")
+    assert code == 0, err
+    assert [r.body["temperature"] for r in server.requests] == [0, 0]
+    assert all(r.body["max_output_tokens"] == 7 for r in server.requests)
+    assert _metric_line(out, "echo", "good").split()[3:6] == ["2", "0", "1.0000"]
+    assert not [ln for ln in out.splitlines() if ln.startswith("arith")]
+
+
+def test_run_rejects_bad_input_before_any_call(suite_file, server, capsys, env):
+    base = ["run", suite_file, "--model", f"good@{server.base_url}"]
+    code, _, err = _run(capsys, *base, "--concurrency", "26")
+    assert code == 1 and "concurrency must be an integer from 1 to 25" in err
+    code, _, err = _run(capsys, *base, "--task", "nope")
+    assert code == 1 and "unknown task(s) ['nope']" in err
+    code, _, err = _run(capsys, "run", suite_file, "--model", "m@ftp://example.com/v1")
+    assert code == 1 and "base_url must be an http(s) URL" in err
+    manifest = _suite_dict()
+    manifest["tasks"][0]["type"] = "nope"
+    code, _, err = _run(capsys, "run", _write_suite(env, manifest, "bad.json"), "--model", f"good@{server.base_url}")
+    assert code == 1 and "invalid manifest (1 problem)\ntasks[0].type: must be one of" in err
+    assert server.requests == []
+
+
+def test_a_task_that_cannot_start_fails_the_run_with_exit_1(env, server, capsys):
+    manifest = _suite_dict()
+    manifest["tasks"][0]["dataset"]["path"] = "data/missing.jsonl"
+    path = _write_suite(env, manifest)
+    code, out, err = _run(capsys, "run", path, "--model", f"good@{server.base_url}", "--allow-failures")
+    assert code == 1  # a failed run is never allowed
+    assert "status: failed" in out and _metric_line(out, "echo", "good").split()[3:6] == ["5", "0", "0.8000"]
+    assert "error: task arith, model good: DatasetError" in out
+    assert "run error: task 'arith'" in err and "missing.jsonl" in err
+
+
+# ---- runs, show, export -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_runs(suite_file, server, capsys) -> tuple[str, str]:
+    code1, out1, _ = _run(capsys, "run", suite_file, "--model", f"good@{server.base_url}", "--no-progress")
+    code2, out2, _ = _run(capsys, "run", suite_file, "--model", f"flaky@{server.base_url}", "--task", "arith",
+                          "--no-progress")
+    assert (code1, code2) == (0, 1)
+    return _run_id(out1), _run_id(out2)
+
+
+def test_runs_lists_newest_first_with_counts(two_runs, capsys):
+    first, second = two_runs
+    code, out, err = _run(capsys, "runs")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].split() == ["run_id", "status", "created", "(UTC)", "models", "samples", "failed"]
+    assert [ln.split()[0] for ln in lines[2:]] == [second, first]
+    assert lines[2].split()[4:] == ["flaky", "5", "1"] and lines[3].split()[4:] == ["good", "10", "0"]
+    code, out, err = _run(capsys, "runs", "--limit", "1")
+    assert code == 0 and len(out.splitlines()) == 3 and second in out and first not in out
+    assert "--limit 0" in err
+
+
+def test_runs_in_an_empty_home_creates_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("EVALNB_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys, "runs")
+    assert code == 0 and out == "" and "no runs in" in err
+    assert not (tmp_path / ".evalnb").exists()
+    code, _, err = _run(capsys, "show", "latest")
+    assert code == 1 and "no evalnb store at" in err
+
+
+def test_home_option_before_or_after_the_command(two_runs, env, capsys, monkeypatch):
+    home = os.environ["EVALNB_HOME"]
+    monkeypatch.setenv("EVALNB_HOME", str(env / "elsewhere"))
+    code, out, _ = _run(capsys, "--home", home, "runs")
+    assert code == 0 and two_runs[0] in out
+    code, out, _ = _run(capsys, "runs", "--home", home)
+    assert code == 0 and two_runs[0] in out
+    assert os.environ["EVALNB_HOME"] == str(env / "elsewhere")  # restored after the command
+
+
+def test_show_prints_metrics_and_samples_fitted_to_the_terminal(two_runs, capsys, monkeypatch):
+    run_id = two_runs[1]
+    code, out, _ = _run(capsys, "show", run_id[-8:])  # the suffix the progress line shows
+    assert code == 0
+    assert f"run      {run_id}" in out and "status   completed (5 samples, 1 failed)" in out
+    assert _metric_line(out, "arith", "flaky").split()[3:6] == ["4", "1", "1.0000"]
+    assert "extracted" not in out and "index" not in out  # no samples without --samples
+
+    code, out, _ = _run(capsys, "show", run_id, "--samples")
+    table = out[out.index("task   model  index"):].splitlines()
+    assert table[2].split() == ["arith", "flaky", "0", "completed", '"2"', "exact_match=1"]
+    failed = [ln for ln in table if " failed " in ln]
+    assert len(failed) == 1 and failed[0].split()[:5] == ["arith", "flaky", "3", "failed", "-"]
+    assert "HTTP 400" in failed[0]
+
+    monkeypatch.setenv("COLUMNS", "60")
+    code, out, _ = _run(capsys, "show", "latest", "--samples", "--failed", "--limit", "1")
+    table = out[out.index("task   model  index"):].splitlines()
+    assert code == 0 and len(table) == 3
+    assert max(len(ln) for ln in table) <= 60 and table[2].endswith("…")
+
+
+def test_show_and_export_unknown_or_ambiguous_run_exit_1(two_runs, capsys):
+    code, out, err = _run(capsys, "show", "eval_run_" + "0" * 32)
+    assert code == 1 and out == "" and "unknown run 'eval_run_000" in err and "evalnb runs" in err
+    code, _, err = _run(capsys, "export", "eval_run_", "--format", "csv")
+    assert code == 1 and "ambiguous" in err
+    code, _, err = _run(capsys, "show", "abc")  # too short to match by prefix
+    assert code == 1 and "unknown run" in err
+
+
+def _normalised(frame: pd.DataFrame) -> list[dict]:
+    """Samples as plain values: the text columns as str or None, scores as float or None, rows as dicts."""
+    out = []
+    for r in frame.to_dict("records"):
+        row = {}
+        for k in ("task_id", "model", "status", "prompt", "target", "output_text", "extracted_output"):
+            v = r[k]
+            row[k] = None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+        row["sample_index"] = int(r["sample_index"])
+        score = r["exact_match"]
+        row["exact_match"] = None if score is None or math.isnan(score) else float(score)
+        row["dataset_row"] = json.loads(r["dataset_row"]) if isinstance(r["dataset_row"], str) else r["dataset_row"]
+        out.append(row)
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_export_round_trips_the_samples(two_runs, fmt, env, capsys, monkeypatch):
+    run_id = two_runs[1]
+    monkeypatch.chdir(env)
+    code, out, _ = _run(capsys, "export", run_id, "--format", fmt)
+    path = env / f"{run_id}.samples.{fmt}"
+    assert code == 0 and out.strip() == f"wrote 5 samples rows to {path.name}"
+    text_columns = {c: str for c in ("target", "output_text", "extracted_output", "prompt")}
+    if fmt == "jsonl":
+        back = pd.read_json(path, lines=True, dtype=False)
+    elif fmt == "csv":
+        back = pd.read_csv(path, dtype=text_columns)
+    else:
+        back = pd.read_parquet(path)
+    expected = evalnb.load_run(run_id).samples
+    assert list(back.columns) == list(expected.columns)
+    assert _normalised(back) == _normalised(expected)
+    assert _normalised(back)[3]["status"] == "failed" and _normalised(back)[3]["extracted_output"] is None
+
+
+def test_export_metrics_to_an_inferred_format_and_to_stdout(two_runs, env, capsys):
+    run_id = two_runs[0]
+    target = env / "out" / "m.csv"
+    target.parent.mkdir()
+    code, out, _ = _run(capsys, "export", run_id[:16], "--what", "metrics", "-o", target)
+    assert code == 0 and "wrote 2 metrics rows" in out
+    back = pd.read_csv(target)
+    expected = evalnb.load_run(run_id).metrics
+    assert back[["task_id", "model", "metric", "n"]].values.tolist() == expected[["task_id", "model", "metric", "n"]].values.tolist()
+    assert back["mean"].tolist() == pytest.approx(expected["mean"].tolist()) == [0.8, 0.8]
+    code, out, err = _run(capsys, "export", run_id, "-o", "-")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(records) == 10 and "wrote 10 samples rows to stdout" in err
+    assert records[0]["dataset_row"] == {"q": "1+1", "a": "2"} and records[0]["exact_match"] == 1.0
+    code, _, err = _run(capsys, "export", run_id, "--format", "parquet", "-o", "-")
+    assert code == 1 and "parquet cannot go to stdout" in err
