@@ -33,22 +33,16 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def _run_here(coro: Coroutine[Any, Any, T]) -> T:
-    loop = asyncio.new_event_loop()
-    task = loop.create_task(coro)
-    try:
-        while True:
-            try:
-                return loop.run_until_complete(task)
-            except KeyboardInterrupt:
-                # Cancel the task and let it finish its own cleanup (save, mark cancelled).
-                task.cancel()
-    finally:
-        _shutdown(loop)
+    # asyncio.Runner turns the first Ctrl-C into cancelling the task (which saves its work and
+    # returns a partial result) instead of a KeyboardInterrupt raised in whatever task happens
+    # to be running, which would kill that task half-way; a second Ctrl-C raises at once.
+    with asyncio.Runner() as runner:
+        return runner.run(coro)
 
 
 def _run_in_thread(coro: Coroutine[Any, Any, T]) -> T:
     box: dict[str, Any] = {}
-    ready = threading.Event()
+    ready, finished = threading.Event(), threading.Event()
     loop = asyncio.new_event_loop()
 
     def target() -> None:
@@ -62,15 +56,22 @@ def _run_in_thread(coro: Coroutine[Any, Any, T]) -> T:
             box["error"] = exc
         finally:
             _shutdown(loop)
+            finished.set()
 
     thread = threading.Thread(target=target, name="evalnb-run", daemon=True)
     thread.start()
     ready.wait()
-    while thread.is_alive():
+    # Wait on an Event, not thread.join(): a KeyboardInterrupt inside join() can leave the
+    # thread looking finished while it still runs (CPython 3.11, bpo-45274's fix).
+    while not finished.is_set():
         try:
-            thread.join(0.1)
+            finished.wait(0.1)
         except KeyboardInterrupt:
-            loop.call_soon_threadsafe(box["task"].cancel)
+            try:
+                loop.call_soon_threadsafe(box["task"].cancel)
+            except RuntimeError:  # the loop closed meanwhile: nothing left to cancel
+                pass
+    thread.join()
     if "error" in box:
         raise box["error"]
     return box["result"]

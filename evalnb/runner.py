@@ -82,19 +82,37 @@ async def arun(
 
 
 def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
-           store: Any = None, concurrency: int | None = None) -> "RunResult":
+           store: Any = None, concurrency: int | None = None, judge_model: Any = None,
+           embedding_model: Any = None) -> "RunResult":
     """Continue a run that died, failed or was cancelled, under the same run id.
 
-    Finished samples are kept; the rest are done. Models are rebuilt from the stored run
-    (keys from their environment variables); pass ``models=`` again if they need explicit keys.
+    Finished samples are kept; the rest are done. Models (and the judge and embedding models)
+    are rebuilt from the stored run, with keys from the environment variables they were given
+    (``api_key_env``); pass ``models=`` / ``judge_model=`` / ``embedding_model=`` again if
+    they need explicit keys.
     """
-    return run_sync(aresume(run_id, models=models, progress=progress, store=store, concurrency=concurrency))
+    return run_sync(aresume(run_id, models=models, progress=progress, store=store, concurrency=concurrency,
+                            judge_model=judge_model, embedding_model=embedding_model))
+
+
+def _model_record(model: Any) -> dict[str, Any]:
+    """What resume needs to rebuild a model: where it is and which variable holds its key (never the key)."""
+    return {**model.describe(), "api_key_env": model.api_key_env}
+
+
+def _rebuild_model(record: Any) -> Any:
+    from evalnb.providers.model import Model
+
+    if not isinstance(record, dict):
+        return record  # None, or a bare name stored by an older run
+    return Model(record["name"], base_url=record.get("base_url"), api=record.get("api") or "responses",
+                 label=record.get("label"), api_key_env=record.get("api_key_env"))
 
 
 async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
-                  store: Any = None, concurrency: int | None = None) -> "RunResult":
+                  store: Any = None, concurrency: int | None = None, judge_model: Any = None,
+                  embedding_model: Any = None) -> "RunResult":
     from evalnb.manifest import Suite
-    from evalnb.providers.model import Model
     from evalnb.store import Store
 
     store = store or Store()
@@ -105,14 +123,14 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
         return RunResult(store, run_id)
     manifest = store.get_suite(record["suite_version"])
     meta = record.get("metadata") or {}
-    base_dir = (record.get("summary") or {}).get("base_dir")
-    suite = Suite.from_dict(manifest, base_dir=base_dir)
+    summary = record.get("summary") or {}
+    suite = Suite.from_dict(manifest, base_dir=summary.get("base_dir"))
     if models is None:
-        models = [
-            Model(m["name"], base_url=m.get("base_url"), api=m.get("api", "responses"), label=m.get("label"),
-                  api_key_env=m.get("api_key_env"))
-            for m in record["models"]
-        ]
+        models = [_rebuild_model(m) for m in summary.get("models") or record["models"]]
+    if judge_model is None:
+        judge_model = _rebuild_model(summary.get("judge_model") or record.get("judge_model"))
+    if embedding_model is None:
+        embedding_model = _rebuild_model(summary.get("embedding_model") or record.get("embedding_model"))
     plan = make_plan(
         suite,
         models,
@@ -120,8 +138,8 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
         concurrency=concurrency or record.get("concurrency") or 4,
         task_ids=record.get("task_ids"),
         max_samples=record.get("max_samples"),
-        judge_model=record.get("judge_model"),
-        embedding_model=record.get("embedding_model"),
+        judge_model=judge_model,
+        embedding_model=embedding_model,
         metadata=meta,
     )
     return await _Run(plan, store=store, progress=progress, run_id=run_id).execute()
@@ -179,6 +197,8 @@ class _Run:
         self._generation_done = False
         self._stop = asyncio.Event()
         self._grading: set[asyncio.Task] = set()
+        # generated samples waiting for (or in) a per-sample grader, by (task, model, index)
+        self._ungraded: dict[tuple[str, str, int], dict] = {}
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def execute(self) -> "RunResult":
@@ -188,6 +208,7 @@ class _Run:
 
         plan = self.plan
         store = self.store = self._store or Store()
+        self._loop = asyncio.get_running_loop()
         self._open_run()
         self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
         self.pool = SandboxPool(plan.grader_concurrency)
@@ -211,7 +232,10 @@ class _Run:
             status, error = "failed", f"{type(exc).__name__}: {exc}"
             await self._shutdown(ticker, warm, status, error)
             raise
-        await self._shutdown(ticker, warm, status, error)
+        try:
+            await self._shutdown(ticker, warm, status, error)
+        except asyncio.CancelledError:
+            pass  # interrupted while closing: samples and status are saved already (see _shutdown)
         return RunResult(store, self.run_id)
 
     def _open_run(self) -> None:
@@ -238,27 +262,47 @@ class _Run:
                 suite.version, concurrency=plan.concurrency, metadata=plan.metadata, status="in_progress", **args
             )
         base_dir = str(suite.base_dir) if suite.base_dir else None
-        store.update_run(self.run_id, summary={"base_dir": base_dir})
+        # the stored run record keeps only model names for the judge and embedding models, and
+        # no key variables: resume() rebuilds the models from this
+        store.update_run(self.run_id, summary={
+            "base_dir": base_dir,
+            "models": [_model_record(m) for m in plan.models],
+            "judge_model": _model_record(plan.judge_model) if plan.judge_model else None,
+            "embedding_model": _model_record(plan.embedding_model) if plan.embedding_model else None,
+        })
         self.progress.run_id = self.run_id
 
     def _request_stop(self) -> None:
-        self._stop.set()
+        # The Stop button's callback runs on the notebook's thread, not our loop's:
+        # asyncio.Event is not thread-safe, so the loop sets it.
+        self.progress.stop_requested = True
+        loop = getattr(self, "_loop", None)
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._stop.set)
 
     async def _shutdown(self, ticker: asyncio.Future, warm: asyncio.Future, status: str, error: str | None) -> None:
         for t in list(self._grading):
             t.cancel()
         ticker.cancel()
         warm.cancel()
-        await asyncio.gather(ticker, warm, *self._grading, return_exceptions=True)
         try:
-            self.writer.close()
+            await asyncio.gather(ticker, warm, *self._grading, return_exceptions=True)
         finally:
-            await self.pool.aclose()
-            await self._close_clients()
-            self.store.update_run(self.run_id, status=status, error=error)
-            self.progress.status = status
-            if self.display is not None:
-                self.display.close()
+            # Synchronous, so a second interrupt cannot skip it: save what was generated but
+            # not graded (status "scoring": a resume grades it from the output cache), commit,
+            # then record the run's status.
+            try:
+                if self._ungraded:
+                    self.writer.add_samples([{**s, "status": "scoring"} for s in self._ungraded.values()])
+                    self._ungraded.clear()
+                self.writer.close()
+            finally:
+                self.store.update_run(self.run_id, status=status, error=error)
+                self.progress.status = status
+                if self.display is not None:
+                    self.display.close()
+                await self.pool.aclose()
+                await self._close_clients()
 
     async def _tick(self) -> None:
         while True:
@@ -283,6 +327,15 @@ class _Run:
             client_factory=self._bridge_client,
         )
         done = self.store.completed_keys(self.run_id)
+        # what each finished sample was asked and graded against: the manifest is the same,
+        # but the rows may have been edited since, and then the sample must be done again
+        kept = {
+            (s["task_id"], s["model"], s["sample_index"]): _fingerprint(s["prompt"], s["target"], s["dataset_row"])
+            for s in self.store.iter_samples(self.run_id, status="completed")
+        } if done else {}
+        # errors an earlier attempt of this run recorded for a task (e.g. a dataset download
+        # that failed); cleared below for every task that starts this time
+        stale = {(t["task_id"], t["model"]) for t in self.store.task_metrics(self.run_id) if t["error"]}
         for task_id in plan.task_ids:
             task = plan.suite.task(task_id)
             try:
@@ -291,11 +344,20 @@ class _Run:
                                 run_id=self.run_id, metadata=plan.metadata)
             except Exception as exc:  # noqa: BLE001 - a task that cannot start fails alone
                 self.task_errors[task_id] = f"{type(exc).__name__}: {exc}"
-                self.store.write_task_metrics(self.run_id, task_id, None, error=self.task_errors[task_id])
+                for model in plan.models:  # task metrics are keyed by model: one error row each
+                    self.store.write_task_metrics(self.run_id, task_id, model.label, None,
+                                                  error=self.task_errors[task_id])
                 continue
+            for model in plan.models:
+                if (task_id, model.label) in stale:
+                    self.store.write_task_metrics(self.run_id, task_id, model.label, None, error=None)
             per_sample = grader.execution == "per_sample"
             state = _TaskState(task, items, grader, make_extractor(task.extraction), per_sample)
             for model in plan.models:
+                for i in items:
+                    key = (task_id, model.label, i.index)
+                    if key in done and kept.get(key) != _fingerprint(i.prompt, i.target, i.row):
+                        done.discard(key)
                 finished = {(i.index) for i in items if (task_id, model.label, i.index) in done}
                 state.remaining[model.label] = len(items) - len(finished)
                 state.held[model.label] = []
@@ -338,7 +400,7 @@ class _Run:
         def on_event(kind: str, info: dict) -> None:
             if kind == "rate_limited":
                 mp.rate_limited += 1
-                mp.rate_limit_wait_s += float(info.get("delay") or info.get("wait_s") or 0.0)
+                mp.rate_limit_wait_s += float(info.get("delay_s") or 0.0)
             elif kind in ("retry", "empty_retry"):
                 mp.retries += 1
 
@@ -372,8 +434,8 @@ class _Run:
         dispatcher = asyncio.ensure_future(self._dispatch_grading())
         workers = [asyncio.ensure_future(self._generate(calls)) for _ in range(min(plan.concurrency, max(len(calls), 1)))]
         stopper = asyncio.ensure_future(self._stop.wait())
+        gathered = asyncio.gather(*workers)
         try:
-            gathered = asyncio.gather(*workers)
             done, _ = await asyncio.wait({gathered, stopper}, return_when=asyncio.FIRST_COMPLETED)
             if stopper in done:
                 raise asyncio.CancelledError("stopped from the progress panel")
@@ -388,7 +450,7 @@ class _Run:
             for w in workers:
                 w.cancel()
             dispatcher.cancel()
-            await asyncio.gather(*workers, dispatcher, stopper, return_exceptions=True)
+            await asyncio.gather(gathered, dispatcher, stopper, return_exceptions=True)
 
     async def _generate(self, calls: deque) -> None:
         from evalnb.errors import ProviderError
@@ -463,6 +525,7 @@ class _Run:
         mp.input_tokens += int(usage.get("input_tokens") or 0)
         mp.output_tokens += int(usage.get("output_tokens") or 0)
         if state.per_sample:
+            self._ungraded[(task_id, model.label, item.index)] = sample
             self._grade_queue.append((task_id, model.label, sample))
             self._grade_event.set()
         else:
@@ -472,6 +535,7 @@ class _Run:
         """A sample is finished: store it, count it, and start an aggregate grader if due."""
         state = self.tasks[task_id]
         sample.pop("reused", None)
+        self._ungraded.pop((task_id, label, sample["sample_index"]), None)
         if error is not None:
             sample["status"], sample["error"] = "failed", error
         else:
@@ -571,6 +635,13 @@ class _Run:
                     s["judge"] = g.judge
                 updated.append(s)
             self.writer.add_samples(updated)
+
+
+def _fingerprint(prompt: Any, target: Any, row: Any) -> str:
+    """What a finished sample depends on besides the manifest: its prompt, target and row."""
+    import json
+
+    return json.dumps([prompt, target, row], sort_keys=True, default=str)
 
 
 def _cpu_count() -> int:

@@ -412,3 +412,19 @@ def test_malformed_request_line_and_oversized_length():
         assert _raw_exchange(s.port, b"GARBAGE\r\n\r\n").startswith(b"HTTP/1.1 400")
         big = b"POST /v1/responses HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n"
         assert _raw_exchange(s.port, big).startswith(b"HTTP/1.1 413")
+
+
+def test_broken_embedder_is_a_500_not_a_hang():
+    def embedder(texts):
+        raise RuntimeError("model not loaded")
+
+    with LocalModelServer(embedder=embedder) as s:
+        r = httpx.post(f"{s.base_url}/embeddings", json={"model": "e", "input": "x"}, timeout=5)
+    assert r.status_code == 500 and "model not loaded" in r.json()["error"]["message"]
+
+
+def test_record_false_counts_without_keeping_requests():
+    with LocalModelServer(record=False) as s:
+        for _ in range(3):
+            responses(s, "q")
+        assert s.request_count == 3 and s.requests == []

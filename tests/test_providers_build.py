@@ -217,3 +217,13 @@ def test_chat_to_responses_translation():
     assert out["output_text"] == "yes" and out["id"] == "c9" and out["object"] == "response"
     assert out["output"][0]["content"][0]["text"] == "yes"
     assert out["usage"] == {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+
+
+def test_builders_accept_a_generation_object_and_its_aliases():
+    from evalnb.generation import Generation
+
+    gen = Generation.from_value({"max_gen_toks": 7, "until": "STOP", "top_k": 3, "max_retries": 1})
+    body = build_chat_request("m", "p", gen, is_openai=False)
+    assert body == {"model": "m", "messages": [{"role": "user", "content": "p"}],
+                    "stop": ["STOP"], "max_tokens": 7, "top_k": 3}
+    assert build_chat_request("m", "p", gen.canonical(), is_openai=False) == body

@@ -173,6 +173,9 @@ def test_errors_map_to_httpx_exceptions():
                             close_after=True) as srv:
             with pytest.raises(httpx.RemoteProtocolError, match="middle of the response"):
                 await post(srv.url, Http11Transport())
+        async with Scripted([b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n"]) as srv:
+            with pytest.raises(httpx.RemoteProtocolError, match="Content-Length"):
+                await post(srv.url, Http11Transport())
         async with Scripted([None]) as srv:
             with pytest.raises(httpx.ReadTimeout):
                 await post(srv.url, Http11Transport(), timeout=httpx.Timeout(0.1))

@@ -91,3 +91,11 @@ def test_should_retry_budget_and_kinds():
     assert not should_retry(0, 2, status=400)
     assert should_retry(0, 1, transport_error=True)
     assert not should_retry(0, 2)
+
+
+def test_now_defaults_to_the_current_time():
+    import time
+
+    date = formatdate(time.time() + 30, usegmt=True)
+    assert 28 <= parse_retry_after({"Retry-After": date}) <= 30
+    assert 28 <= next_delay(0, 429, {"Retry-After": date}, random.Random(0)) <= 30

@@ -45,8 +45,13 @@ IDENTITY_KEYS = frozenset({"model", "input", "messages", "prompt", "stream", "st
 _ALIASES = {"max_gen_toks": "max_output_tokens", "until": "stop"}
 
 
-def canonical(gen: dict[str, Any] | None) -> dict[str, Any]:
-    """Accept lm-eval aliases and drop unset (None) values, so builders see one spelling."""
+def canonical(gen: Any) -> dict[str, Any]:
+    """Accept lm-eval aliases and drop unset (None) values, so builders see one spelling.
+
+    `gen` is a canonical generation dict (``Generation.canonical()``) or a ``Generation``.
+    """
+    if hasattr(gen, "canonical"):
+        gen = gen.canonical()
     out: dict[str, Any] = {}
     for key, value in (gen or {}).items():
         if value is None:

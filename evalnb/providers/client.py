@@ -188,7 +188,7 @@ class ModelClient:
                     timeout_s: float, max_retries: int, stats: _Stats) -> Any:
         headers = self.model.request_headers()
         secrets = self.model.secrets()
-        if self.model.is_openai and "Authorization" not in headers:
+        if self.model.is_openai and not secrets:
             raise ProviderError(
                 f"{self.model.label}: no API key; set {self.model.key_env} or pass api_key=",
                 status=None, retryable=False)
@@ -241,6 +241,8 @@ class ModelClient:
         except httpx.RequestError as exc:
             detail = str(exc) or type(exc).__name__
             return _Failure(None, None, f"connection error ({type(exc).__name__}): {detail}", True)
+        except Exception as exc:  # never let one odd reply crash a whole run: report it
+            return _Failure(None, None, f"unexpected error ({type(exc).__name__}): {exc}", False)
         status = resp.status_code
         if 200 <= status < 300:
             try:

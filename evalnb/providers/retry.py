@@ -1,7 +1,8 @@
 """The retry policy as pure functions: what is worth retrying, and how long to wait first.
 
-No clock, network or sleep in here: give them a status, headers, an attempt number and a
-seeded ``random.Random`` and they return a number, so the policy is tested exactly.
+No network or sleep in here, and the clock only as a default: give them a status, headers,
+an attempt number, ``now`` and a seeded ``random.Random`` and they return a number, so the
+policy is tested exactly.
 
 Policy (SPEC Decisions, "Runs (local)"): connection errors, timeouts, 408, 409, 429 and 5xx
 are retried; other 4xx are not. The wait is the server's ``Retry-After`` (or
@@ -12,6 +13,7 @@ backoff with full jitter: a uniform draw from ``[0, min(cap, base * 2**attempt))
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 
@@ -35,12 +37,13 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
 
 
 def parse_retry_after(
-    headers: Mapping[str, str] | None, now: float, *, cap: float = MAX_RETRY_AFTER_S
+    headers: Mapping[str, str] | None, now: float | None = None, *, cap: float = MAX_RETRY_AFTER_S
 ) -> float | None:
     """Seconds the server asked us to wait, or None if it did not say (or said nonsense).
 
     Reads ``retry-after-ms`` (milliseconds, OpenAI's finer hint) first, then ``Retry-After``
-    as seconds or an HTTP date (relative to `now`, a Unix time). Negative waits become 0;
+    as seconds or an HTTP date (relative to `now`, a Unix time; default the current time —
+    tests pass a fixed one). Negative waits become 0;
     long ones are capped at `cap`, so a confused server cannot stall a run for hours.
     """
     if not headers:
@@ -65,7 +68,7 @@ def parse_retry_after(
         return None
     if when is None or when.tzinfo is None:
         return None
-    return _clamp(when.timestamp() - now, cap)
+    return _clamp(when.timestamp() - (time.time() if now is None else now), cap)
 
 
 def _clamp(seconds: float, cap: float) -> float | None:
@@ -94,7 +97,7 @@ def next_delay(
     headers: Mapping[str, str] | None,
     rng: random.Random,
     *,
-    now: float,
+    now: float | None = None,
     base: float = DEFAULT_BASE_S,
     cap: float = DEFAULT_CAP_S,
 ) -> float:

@@ -186,6 +186,8 @@ async def _read_response(reader: asyncio.StreamReader, request: httpx.Request
         if lower == b"content-length":
             try:
                 length = int(value)
+                if length < 0:
+                    raise ValueError(length)
             except ValueError:
                 raise httpx.RemoteProtocolError("bad Content-Length", request=request) from None
         elif lower == b"transfer-encoding":

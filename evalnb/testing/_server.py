@@ -60,8 +60,10 @@ class LocalModelServer:
 
     ``faults`` (a list of `Fault`, or a callable ``(request_json, path) -> Fault | None``)
     script failures; ``latency`` (seconds, or a ``(low, high)`` range drawn with ``seed``)
-    delays every model call. ``embedder(texts) -> vectors`` replaces the default
-    deterministic hash embeddings.
+    delays every model call. Embeddings do not use the responder: they come from
+    ``embedder(texts) -> vectors`` if given, else deterministic hash vectors
+    (``embedding_dim`` long unless the request asks for ``dimensions``). ``record=False``
+    stops keeping `requests` (for long benchmarks); ``request_count`` still counts.
 
     >>> with LocalModelServer({"capital of France": "Paris"}) as server:
     ...     url = server.base_url          # "http://127.0.0.1:<port>/v1"
@@ -80,6 +82,7 @@ class LocalModelServer:
         model: str = "local-model",
         seed: int = 0,
         port: int = 0,
+        record: bool = True,
     ):
         if responder is not None and not callable(responder) and not isinstance(responder, Mapping):
             raise TypeError("responder must be a dict of prompt substring -> answer, or a callable")
@@ -92,6 +95,7 @@ class LocalModelServer:
         self.embedding_dim = embedding_dim
         self.model = model
         self._seed = seed
+        self.record = record
         self._requested_port = port
         self._schedule = FaultSchedule(faults)
         self._thread: threading.Thread | None = None
@@ -125,7 +129,8 @@ class LocalModelServer:
 
     @property
     def request_count(self) -> int:
-        return len(self._requests)
+        """Requests received since start or `reset` (counted even when not recorded)."""
+        return self._served
 
     @property
     def in_flight(self) -> int:
@@ -258,7 +263,8 @@ class LocalModelServer:
                     body = json.loads(req.body)
                 except ValueError:
                     bad_json = True
-            self._requests.append(RecordedRequest(req.path, body, req.headers))
+            if self.record:
+                self._requests.append(RecordedRequest(req.path, body, req.headers))
             self._served += 1
             status, payload, extra = await self._reply(req, body, bad_json, self._served)
             if status is None:  # a dropped connection: no reply at all
@@ -328,7 +334,11 @@ class LocalModelServer:
                     payload = replies.error_reply(status, f"injected fault: HTTP {status}")
                 data = payload.encode() if isinstance(payload, str) else _json(payload)
                 return status, data, headers
-        result = normal()
+        try:
+            result = normal()
+        except Exception as exc:  # e.g. a broken embedder: answer, do not hang the client
+            msg = f"LocalModelServer could not answer: {type(exc).__name__}: {exc}"
+            return 500, _json(replies.error_reply(500, msg, "server_error")), headers
         if isinstance(result, tuple):
             data, more = result
             headers.update(more)

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Scale benchmark (run by hand): a 100,000-row task against the shared bench's mock server.
+
+Measures, in one process and one run:
+  - peak RSS of the whole run (target: under 1 GB),
+  - throughput per window of finished samples while the store grows (target: no slowdown),
+  - a second run of the same suite, everything reused from the store (target: >= 20,000 samples/s).
+
+    /tmp/mock-venv/bin/python ../shared/bench/mock_openai.py --port 18091 --latency-ms 0 &
+    .venv/bin/python benchmarks/bench_scale.py --base-url http://127.0.0.1:18091/v1 --rows 100000
+
+Prints one JSON line with the numbers; benchmarks/README.md records them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sqlite3
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+
+def make_rows(path: Path, n: int) -> None:
+    with path.open("w") as f:
+        for i in range(n):
+            a, b = (i * 7919) % 10000, (i * 104729) % 10000
+            f.write(json.dumps({"question": f"What is {a} + {b}?", "answer": str(a + b)}) + "\n")
+
+
+def watch(db: Path, stop: threading.Event, marks: list[tuple[float, int]]) -> None:
+    """Count stored samples every second from a separate read-only connection."""
+    while not stop.is_set():
+        if db.exists():
+            try:
+                con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+                (count,) = con.execute("SELECT count(*) FROM samples").fetchone()
+                con.close()
+                marks.append((time.perf_counter(), count))
+            except sqlite3.Error:
+                pass
+        stop.wait(1.0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base-url", required=True)
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--concurrency", type=int, default=25)
+    args = ap.parse_args()
+
+    home = Path(tempfile.mkdtemp(prefix="evalnb-scale-"))
+    os.environ["EVALNB_HOME"] = str(home)
+    data = home / "rows.jsonl"
+    make_rows(data, args.rows)
+
+    import evalnb
+
+    grader = "def grade(sample, item):\n    return sample['extracted_output'] == item['target']\n"
+    suite = evalnb.Suite.from_dict({"tasks": [{
+        "id": "qa_scale", "type": "qa", "dataset": {"path": str(data)},
+        "prompt_template": "Question: {{question}}\nAnswer:", "target_template": "{{answer}}",
+        "metrics": [{"id": "exact_match"}],
+        "grader": {"type": "python", "metric_id": "exact_match", "source": grader},
+    }]})
+    model = evalnb.Model("mock-model", base_url=args.base_url, api="chat", api_key="mock")
+
+    marks: list[tuple[float, int]] = []
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch, args=(home / "evalnb.sqlite", stop, marks), daemon=True)
+    watcher.start()
+    t0 = time.perf_counter()
+    first = evalnb.run(suite, [model], concurrency=args.concurrency, progress=False)
+    t1 = time.perf_counter()
+    stop.set()
+    watcher.join()
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    t2 = time.perf_counter()
+    second = evalnb.run(suite, [model], concurrency=args.concurrency, progress=False)
+    t3 = time.perf_counter()
+    n2 = len(second.samples)
+
+    # Throughput per quarter of the run, from the watcher's (time, stored count) marks.
+    quarters = []
+    if len(marks) >= 5:
+        step = max(1, len(marks) // 4)
+        for i in range(0, len(marks) - step, step):
+            (ta, ca), (tb, cb) = marks[i], marks[i + step]
+            if tb > ta and cb > ca:
+                quarters.append(round((cb - ca) / (tb - ta)))
+    print(json.dumps({
+        "rows": args.rows,
+        "first_run_s": round(t1 - t0, 2),
+        "first_run_samples_per_s": round(args.rows / (t1 - t0)),
+        "throughput_by_window": quarters,
+        "peak_rss_mb_after_first_run": round(rss_mb),
+        "second_run_s": round(t3 - t2, 2),
+        "second_run_samples_per_s": round(n2 / (t3 - t2)),
+        "status": [first.status, second.status],
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Shared helpers for the runner's integration tests (suites on disk, planted answers)."""
