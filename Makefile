@@ -15,5 +15,10 @@ venv: $(VENV)/.installed
 test: venv
 	$(PY) -m pytest -q -p no:cacheprovider
 
+# Execute notebooks/01_quickstart.ipynb end to end; write reports/quickstart.html (+ .ipynb) and
+# print the metrics table. Local stand-in models, or real ones with OPENAI_API_KEY / EVALNB_BASE_URL.
+demo: venv
+	$(PY) scripts/build_report.py
+
 clean:
 	rm -rf $(VENV) .evalnb reports

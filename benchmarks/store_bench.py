@@ -62,48 +62,93 @@ def mib(n: float) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--samples", type=int, default=100_000)
-    parser.add_argument("--keep", help="folder to keep the database in")
-    args = parser.parse_args()
-    folder = Path(args.keep or tempfile.mkdtemp(prefix="evalnb-bench-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "bench.sqlite"
+def fresh(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
-    samples, keys = make_samples(args.samples)
-    n = len(samples)
-    raw = sum(len(s["prompt"]) + len(s["output_text"]) + len(json.dumps(s["dataset_row"])) for s in samples)
-    print(f"{n:,} samples ({TASKS} tasks x {MODELS} models), {mib(raw)} of prompt+output+row text before dedup")
-    print(f"sqlite {__import__('sqlite3').sqlite_version}, python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
 
+CPU: list[float] = []  # process CPU seconds of the last best_of() calls
+
+
+def best_of(repeats: int, fn) -> tuple[float, list[float]]:
+    """Best and all wall times of `fn()` (shared machines are noisy: the best is the capability).
+
+    The best CPU time is left in CPU[0]: on a busy machine it shows what the code itself costs.
+    """
+    times, cpu = [], []
+    for _ in range(repeats):
+        gc.collect()
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    CPU[:] = [min(cpu)]
+    return min(times), times
+
+
+def writer_pass(path: Path, samples: list[dict]) -> tuple[float, float, float]:
+    """Write every sample through a fresh store's StoreWriter: (wall s, caller wall s, process CPU s)."""
+    fresh(path)
     store = Store(path)
     store.save_suite("bench", {"tasks": [{"id": f"task_{t}"} for t in range(TASKS)]})
     run_id = store.create_run("bench", models=[{"name": f"model-{m}"} for m in range(MODELS)], status="in_progress")
-
-    # 1. group commit through the background writer (what the runner uses)
     gc.collect()
-    t0 = time.perf_counter()
     caller = 0.0
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
     with store.writer(run_id) as writer:
         for s in samples:
             c0 = time.perf_counter()
             writer.add(s)
             caller += time.perf_counter() - c0
         writer.flush()
-        committed = writer.committed
     dt = time.perf_counter() - t0
-    assert committed == n and store.sample_counts(run_id)["total"] == n
-    print(f"StoreWriter.add + flush: {n / dt:,.0f} samples/s ({dt:.2f} s); caller pays {caller / n * 1e6:.1f} us per add()")
+    cpu = time.process_time() - cpu0
+    assert store.sample_counts(run_id)["total"] == len(samples)
+    store.close()
+    return dt, caller, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--samples", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--keep", help="folder to keep the database in")
+    args = parser.parse_args()
+    folder = Path(args.keep or tempfile.mkdtemp(prefix="evalnb-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "bench.sqlite"
+
+    samples, keys = make_samples(args.samples)
+    n = len(samples)
+    raw = sum(len(s["prompt"]) + len(s["output_text"]) + len(json.dumps(s["dataset_row"])) for s in samples)
+    print(f"{n:,} samples ({TASKS} tasks x {MODELS} models), {mib(raw)} of prompt+output+row text before dedup")
+    print(f"sqlite {__import__('sqlite3').sqlite_version}, python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.2f}; best of {args.repeats} where repeated")
+
+    # 1. group commit through the background writer (what the runner uses), fresh file each time
+    passes = [writer_pass(path, samples) for _ in range(args.repeats)]
+    best = min(dt for dt, _, _ in passes)
+    print(f"StoreWriter.add + flush: {n / best:,.0f} samples/s best "
+          f"({', '.join(f'{n / dt:,.0f}' for dt, _, _ in passes)}); "
+          f"caller pays {min(c for _, c, _ in passes) / n * 1e6:.1f} us per add(); "
+          f"{min(cpu for _, _, cpu in passes) / n * 1e6:.1f} us CPU per sample (both threads)")
+    store = Store(path)
+    store.close()
+    print(f"file size with the samples of one run: {mib(path.stat().st_size)} ({path.stat().st_size / n:,.0f} bytes/sample)")
+
+    store = Store(path)
+    run_id = store.list_runs()["run_id"].iloc[0]
 
     # 2. the same samples again as upserts (a re-graded run), synchronous write_samples in batches
-    t0 = time.perf_counter()
-    for start in range(0, n, 1000):
-        store.write_samples(samples[start : start + 1000], run_id=run_id)
-    dt = time.perf_counter() - t0
-    print(f"Store.write_samples (1,000 per call, all upserts): {n / dt:,.0f} samples/s")
+    def upserts() -> None:
+        for start in range(0, n, 1000):
+            store.write_samples(samples[start : start + 1000], run_id=run_id)
+
+    dt, _ = best_of(1, upserts)
+    print(f"Store.write_samples (1,000 per call, all upserts): {n / dt:,.0f} samples/s "
+          f"({CPU[0] / n * 1e6:.1f} us CPU per sample)")
 
     # 3. the output cache
     outputs = [
@@ -111,54 +156,50 @@ def main() -> None:
          "response_id": s["response_id"], "latency_s": s["latency_s"]}
         for s in samples
     ]
-    t0 = time.perf_counter()
-    store.put_outputs(outputs)
-    dt = time.perf_counter() - t0
+    dt, _ = best_of(1, lambda: store.put_outputs(outputs))
     print(f"Store.put_outputs: {n / dt:,.0f} outputs/s")
     random.Random(1).shuffle(keys)
-    t0 = time.perf_counter()
-    hits = store.lookup_outputs(keys)
-    dt = time.perf_counter() - t0
-    assert len(hits) == len(set(keys))
-    print(f"Store.lookup_outputs ({len(keys):,} keys, all hits): {len(keys) / dt:,.0f} keys/s")
+    assert len(store.lookup_outputs(keys)) == len(set(keys))
+    dt, times = best_of(args.repeats, lambda: store.lookup_outputs(keys))
+    print(f"Store.lookup_outputs ({len(keys):,} keys, all hits, random order): {len(keys) / dt:,.0f} keys/s best "
+          f"({', '.join(f'{len(keys) / t:,.0f}' for t in times)}); {len(keys) / CPU[0]:,.0f} keys per CPU-second")
     misses = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(len(keys))]
-    t0 = time.perf_counter()
-    assert not store.lookup_outputs(misses)
-    dt = time.perf_counter() - t0
+    dt, _ = best_of(args.repeats, lambda: store.lookup_outputs(misses))
     print(f"Store.lookup_outputs ({len(misses):,} keys, all misses): {len(misses) / dt:,.0f} keys/s")
 
     # 4. reads
-    t0 = time.perf_counter()
-    done = store.completed_keys(run_id)
-    print(f"Store.completed_keys: {len(done):,} keys in {time.perf_counter() - t0:.3f} s")
-    del samples, outputs, hits
+    dt, _ = best_of(args.repeats, lambda: store.completed_keys(run_id))
+    print(f"Store.completed_keys: {n:,} keys in {dt:.3f} s")
+    dt, _ = best_of(args.repeats, lambda: sum(1 for _ in store.iter_samples(run_id)))
+    print(f"Store.iter_samples: {n / dt:,.0f} samples/s")
+    del outputs
     gc.collect()
     tracemalloc.start()
-    t0 = time.perf_counter()
     count = sum(1 for _ in store.iter_samples(run_id))
-    dt = time.perf_counter() - t0
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    print(f"Store.iter_samples: {count / dt:,.0f} samples/s, peak Python memory {mib(peak)} for {count:,} samples")
-    t0 = time.perf_counter()
-    store.list_runs()
-    print(f"Store.list_runs: {time.perf_counter() - t0:.3f} s")
+    print(f"Store.iter_samples peak Python memory: {mib(peak)} while streaming {count:,} samples")
+    import pandas  # noqa: F401 - keep its import time out of list_runs
+
+    dt, _ = best_of(args.repeats, store.list_runs)
+    print(f"Store.list_runs: {dt * 1000:.1f} ms")
     try:
         from evalnb.results import RunResult
 
-        t0 = time.perf_counter()
-        result = RunResult(store, run_id)
-        frame, metrics = result.samples, result.metrics
-        print(f"RunResult.samples + .metrics: {time.perf_counter() - t0:.2f} s ({len(frame):,} rows, {len(metrics)} metric rows)")
-    except ImportError as exc:  # results/stats not importable yet
+        def load() -> None:
+            result = RunResult(store, run_id)
+            assert len(result.samples) == n and len(result.metrics)
+
+        dt, _ = best_of(1, load)
+        print(f"RunResult(...).samples + .metrics: {dt:.2f} s for {n:,} samples")
+    except ImportError as exc:  # results/stats not importable
         print(f"RunResult skipped: {exc}")
 
     store.close()  # last connection: checkpoints and removes the WAL
     size = path.stat().st_size
-    print(f"file size: {mib(size)} ({size / n:,.0f} bytes/sample incl. output cache; raw text {mib(raw)})")
+    print(f"file size with samples (one run) + output cache: {mib(size)} ({size / n:,.0f} bytes/sample; raw text {mib(raw)})")
     if not args.keep:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        fresh(path)
         folder.rmdir()
 
 

@@ -140,7 +140,10 @@ class WidgetDisplay:
     def _row(self, label: str) -> tuple[Any, Any]:
         row = self.rows.get(label)
         if row is None:
-            bar = self._w.IntProgress(min=0, max=1, description=label[:24], bar_style="info")
+            bar = self._w.IntProgress(
+                min=0, max=1, description=label[:40], bar_style="info",
+                style={"description_width": "initial"},
+            )
             text = self._w.HTML()
             row = self.rows[label] = (bar, text)
             self.body.children = tuple(self._w.HBox(list(r)) for r in self.rows.values())
@@ -166,6 +169,32 @@ class WidgetDisplay:
 
     def close(self) -> None:
         self.update(final=True)
+        if self.handle is not None:
+            self.handle.update(self.bundle(), raw=True)
+
+    def static_html(self) -> str:
+        """What an exported notebook shows where the live panel was (no kernel needed)."""
+        import html
+
+        p = self.progress
+        rows = "".join(
+            f"<tr><td>{html.escape(m.label)}</td><td>{m.done}/{m.total}</td>"
+            f"<td>{html.escape(m.describe())}</td></tr>"
+            for m in p.models.values()
+        )
+        return (
+            f"<div class='evalnb-progress-static evalnb-static-widget'><b>evalnb run</b> <code>{html.escape(p.run_id)}</code>"
+            f" — {html.escape(p.status)}, {p.done}/{p.total} samples"
+            f"<table><tr><th>model</th><th>done</th><th>detail</th></tr>{rows}</table></div>"
+        )
+
+    def bundle(self) -> dict:
+        """The widget view plus a static HTML fallback, as one display bundle."""
+        data = dict(self.panel._repr_mimebundle_() or {})
+        data["text/html"] = self.static_html()
+        return data
+
+    handle = None
 
 
 def in_notebook() -> bool:
@@ -192,5 +221,5 @@ def make_display(progress: RunProgress, mode: bool | str | None, on_stop=None):
         return TextDisplay(progress)
     from IPython.display import display
 
-    display(display_obj.panel)
+    display_obj.handle = display(display_obj.bundle(), raw=True, display_id=True)
     return display_obj

@@ -97,6 +97,39 @@ def _nan(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
+def _task_model_rows(
+    task: str, model: str, part: pd.DataFrame | None, specs: list[dict[str, Any]], columns: Mapping[str, str],
+    batch: Mapping[str, Any], batch_ids: list[str],
+) -> list[dict[str, Any]]:
+    """The metrics rows of one (task, model): sample metrics, then batch metrics over them."""
+    from evalnb import stats
+
+    done = part[part["status"] == "completed"] if part is not None else None
+    n_done = 0 if done is None else len(done)
+    base = {"task_id": task, "model": model, "n_failed": 0 if part is None else int((part["status"] == "failed").sum()),
+            "stderr": math.nan, "ci_low": math.nan, "ci_high": math.nan, "aggregation": "mean", "error": None}
+    better = {spec["id"]: bool(spec["higher_is_better"]) for spec in specs}
+    rows: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        metric = spec["id"]
+        values = done[columns[metric]].tolist() if done is not None and metric in columns else []
+        summary = stats.summarize(values, aggregation=spec["aggregation"])
+        rows[metric] = {**base, "metric": metric, "n": summary.n, "mean": _nan(summary.mean),
+                        "stderr": _nan(summary.stderr), "ci_low": _nan(summary.ci_low), "ci_high": _nan(summary.ci_high),
+                        "higher_is_better": better[metric], "aggregation": spec["aggregation"], "source": "samples"}
+    for metric, value in (batch.get("metrics") or {}).items():  # final task metrics win
+        rows[metric] = {**base, "metric": metric, "n": n_done, "source": "batch",
+                        "mean": _nan(value if isinstance(value, (int, float)) else None),
+                        "higher_is_better": better.get(metric, True)}
+    if batch.get("error"):
+        for metric in [] if rows else batch_ids:  # failed before reporting: the metrics other models got
+            rows[metric] = {**base, "metric": metric, "n": 0, "mean": math.nan, "source": "batch",
+                            "higher_is_better": better.get(metric, True)}
+        for row in rows.values():
+            row["error"] = batch["error"]
+    return list(rows.values())
+
+
 class RunResult:
     """The results of one run: `samples`, `scores` and `metrics` DataFrames, `paired`, `compare`.
 
@@ -167,21 +200,15 @@ class RunResult:
 
     @property
     def models(self) -> list[str]:
-        """Model labels in run order (then any other label found in the samples)."""
+        """Model labels in run order, then any other label found in the samples."""
         labels = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
-        if self._sample_source is not None or "_frame" in self.__dict__:
-            seen = set(labels)
-            labels += sorted({m for m in self._frame[0]["model"].unique() if m not in seen})
-        return labels
+        return labels + sorted(set(self._frame[0]["model"].unique()) - set(labels))
 
     @property
     def task_ids(self) -> list[str]:
-        """Tasks in run order (the run's task_ids, else the manifest's order)."""
-        ids = self._run.get("task_ids") or list(metric_specs(self._manifest))
-        if self._manifest is None or "_frame" in self.__dict__:
-            seen = set(ids)
-            ids = list(ids) + sorted({t for t in self._frame[0]["task_id"].unique() if t not in seen})
-        return list(ids)
+        """Tasks in run order (the run's task_ids, else the manifest's), then any other found in the samples."""
+        ids = list(self._run.get("task_ids") or metric_specs(self._manifest))
+        return ids + sorted(set(self._frame[0]["task_id"].unique()) - set(ids))
 
     def _specs(self) -> dict[str, list[dict[str, Any]]]:
         specs = metric_specs(self._manifest)
@@ -205,10 +232,13 @@ class RunResult:
         data: dict[str, list[Any]] = {c: [] for c in SAMPLE_COLUMNS}
         score_dicts: list[Mapping[str, Any]] = []
         keys_by_task: dict[str, dict[str, None]] = {}
+        prompts: dict[str, str] = {}  # every model of an item shares one prompt string: keep one copy
         for s in source:
-            for c in ("task_id", "model", "sample_index", "status", "prompt", "target", "output_text",
+            for c in ("task_id", "model", "sample_index", "status", "target", "output_text",
                       "extracted_output", "latency_s", "response_id", "judge", "dataset_row"):
                 data[c].append(s.get(c))
+            prompt = s.get("prompt")
+            data["prompt"].append(prompts.setdefault(prompt, prompt) if isinstance(prompt, str) else prompt)
             data["error"].append(_error_message(s.get("error")))
             usage = s.get("usage")
             data["input_tokens"].append(_tokens(usage, "input_tokens", "prompt_tokens"))
@@ -224,7 +254,9 @@ class RunResult:
         metric_ids = list(dict.fromkeys(declared + found))
         columns = {m: (f"score:{m}" if m in SAMPLE_COLUMNS else m) for m in metric_ids}
 
-        frame = pd.DataFrame({c: data[c] for c in _LEAD})
+        frame = pd.DataFrame({c: data[c] for c in _LEAD if c != "prompt"})
+        # object dtype keeps the shared str objects: one copy of each prompt, not one per model
+        frame.insert(_LEAD.index("prompt"), "prompt", pd.Series(data["prompt"], dtype="object"))
         frame["sample_index"] = frame["sample_index"].astype("int64")
         for metric, column in columns.items():
             frame[column] = pd.Series([_as_score(d.get(metric)) for d in score_dicts], dtype="float64")
@@ -234,9 +266,9 @@ class RunResult:
         for c in ("input_tokens", "output_tokens"):
             frame[c] = frame[c].astype("Int64")
         tasks = list(self._run.get("task_ids") or metric_specs(self._manifest))
-        tasks += sorted(set(frame["task_id"]) - set(tasks))
-        models = [m["label"] for m in self._run.get("models") or [] if isinstance(m, Mapping)]
-        models += sorted(set(frame["model"]) - set(models))
+        tasks += sorted(set(frame["task_id"].unique()) - set(tasks))
+        models = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
+        models += sorted(set(frame["model"].unique()) - set(models))
         frame["task_id"] = pd.Categorical(frame["task_id"], categories=tasks, ordered=True)
         frame["model"] = pd.Categorical(frame["model"], categories=models, ordered=True)
         frame = frame.sort_values(["task_id", "model", "sample_index"], kind="stable").reset_index(drop=True)
@@ -246,7 +278,11 @@ class RunResult:
 
     @cached_property
     def samples(self) -> pd.DataFrame:
-        """One row per (task, model, item); see the module docstring for the columns."""
+        """One row per (task, model, item); see the module docstring for the columns.
+
+        `prompt` is an object column whose rows share one str per distinct prompt (every model
+        of an item has the same one), so a large run's frame holds each prompt once.
+        """
         return self._frame[0]
 
     @cached_property
@@ -256,7 +292,11 @@ class RunResult:
 
     @cached_property
     def scores(self) -> pd.DataFrame:
-        """Long form: one row per (sample, metric of its task); value NaN = not scored."""
+        """Long form: one row per (sample, metric of its task); value NaN = not scored.
+
+        Metrics of a task are its declared ones, then any other score key its samples carry;
+        samples that are not `completed` are NaN, as in `metrics`.
+        """
         import pandas as pd
 
         frame, columns = self._frame
@@ -269,7 +309,9 @@ class RunResult:
             for metric in ids:
                 part = rows[["task_id", "model", "sample_index"]].copy()
                 part["metric"] = metric
-                part["value"] = rows[columns[metric]].to_numpy() if metric in columns else math.nan
+                # only finished, graded samples have scores; anything else is "not scored"
+                value = rows[columns[metric]].where(rows["status"] == "completed") if metric in columns else math.nan
+                part["value"] = value
                 parts.append(part)
         if not parts:
             return pd.DataFrame({c: [] for c in _SCORE_COLUMNS}).astype({"value": "float64"})
@@ -286,8 +328,6 @@ class RunResult:
         """
         import pandas as pd
 
-        from evalnb import stats
-
         frame, columns = self._frame
         specs = self._specs()
         batch = {(t["task_id"], t["model"]): t for t in self._task_metrics}
@@ -295,47 +335,13 @@ class RunResult:
         for entry in self._task_metrics:
             ids = batch_ids.setdefault(entry["task_id"], [])
             ids.extend(k for k in entry.get("metrics") or {} if k not in ids)
-        groups = {key: part for key, part in frame.groupby(["task_id", "model"], sort=False)}
+        groups = dict(iter(frame.groupby(["task_id", "model"], sort=False)))
         rows: list[dict[str, Any]] = []
         for task in self.task_ids:
             for model in self.models:
                 part = groups.get((task, model))
-                done = part[part["status"] == "completed"] if part is not None else None
-                n_failed = int((part["status"] == "failed").sum()) if part is not None else 0
-                entry = batch.get((task, model)) or {}
-                batch_values = entry.get("metrics") or {}
-                task_rows: dict[str, dict[str, Any]] = {}
-                for spec in specs.get(task, []):
-                    metric = spec["id"]
-                    values = done[columns[metric]].tolist() if done is not None and metric in columns else []
-                    summary = stats.summarize(values, aggregation=spec["aggregation"])
-                    task_rows[metric] = {
-                        "task_id": task, "model": model, "metric": metric, "n": summary.n, "n_failed": n_failed,
-                        "mean": _nan(summary.mean), "stderr": _nan(summary.stderr), "ci_low": _nan(summary.ci_low),
-                        "ci_high": _nan(summary.ci_high), "higher_is_better": bool(spec["higher_is_better"]),
-                        "aggregation": spec["aggregation"], "source": "samples", "error": None,
-                    }
-                hib = {s["id"]: bool(s["higher_is_better"]) for s in specs.get(task, [])}
-                for metric, value in batch_values.items():
-                    task_rows[metric] = {
-                        "task_id": task, "model": model, "metric": metric,
-                        "n": len(done) if done is not None else 0, "n_failed": n_failed,
-                        "mean": _nan(value if isinstance(value, (int, float)) else None), "stderr": math.nan,
-                        "ci_low": math.nan, "ci_high": math.nan, "higher_is_better": hib.get(metric, True),
-                        "aggregation": "mean", "source": "batch", "error": None,
-                    }
-                if entry.get("error"):
-                    # a batch grader that failed before reporting: show the metrics it gave other models
-                    for metric in ([] if task_rows else batch_ids.get(task) or ["score"]):
-                        task_rows[metric] = {
-                            "task_id": task, "model": model, "metric": metric, "n": 0, "n_failed": n_failed,
-                            "mean": math.nan, "stderr": math.nan, "ci_low": math.nan, "ci_high": math.nan,
-                            "higher_is_better": hib.get(metric, True), "aggregation": "mean", "source": "batch",
-                            "error": None,
-                        }
-                    for row in task_rows.values():
-                        row["error"] = entry["error"]
-                rows.extend(task_rows.values())
+                rows.extend(_task_model_rows(task, model, part, specs.get(task, []), columns,
+                                             batch.get((task, model)) or {}, batch_ids.get(task) or ["score"]))
         table = pd.DataFrame.from_records(rows, columns=list(METRICS_COLUMNS))
         table["error"] = pd.Series([r["error"] for r in rows], dtype="object")
         return table.astype({"n": "int64", "n_failed": "int64", "mean": "float64", "stderr": "float64",

@@ -182,6 +182,10 @@ def summarize(
         low, high = wilson_interval(sum(present), n, z=z)
         return Summary(n, mean, stderr, low, high, "wilson")
     low, high = _t_interval(mean, stderr, n, confidence)
+    if low is not None and all(0.0 <= v <= 1.0 for v in present):
+        # A score that lives in [0, 1] (a similarity, a partial credit) cannot have a mean
+        # outside it: clip the t-interval there instead of reporting 1.006.
+        low, high = max(0.0, low), min(1.0, high)
     return Summary(n, mean, stderr, low, high, None if low is None else "t")
 
 

@@ -395,3 +395,13 @@ def test_mcnemar_large_n_no_overflow_and_fast():
     assert balanced.p_value == pytest.approx(math.erfc(z / math.sqrt(2)), rel=1e-2)
     assert 0.0 <= lopsided.p_value < 1e-300
     assert mcnemar_from_counts(50_000, 50_000).p_value == 1.0
+
+
+def test_t_interval_of_a_unit_interval_score_stays_inside_zero_one():
+    from evalnb.stats import summarize
+
+    s = summarize([1.0] * 38 + [0.99, 0.3])
+    assert s.interval == "t"
+    assert s.ci_high == 1.0 and 0.0 <= s.ci_low < s.mean
+    unbounded = summarize([1.0] * 38 + [0.99, 1.3])  # a value above 1: no clipping
+    assert unbounded.ci_high > 1.0

@@ -6,7 +6,6 @@ SIGKILL it, then reopen the file.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -137,7 +136,7 @@ def test_closed_store_refuses_calls(tmp_path):
     s.close()
     s.close()  # idempotent
     with pytest.raises(EvalnbError, match="closed"):
-        s.list_runs()
+        s.get_run("eval_run_x")
 
 
 # ------------------------------------------------------------------ suites and runs
@@ -236,6 +235,10 @@ def test_update_run_rejects_unknown_fields_status_and_runs(store):
         store.update_run(run_id, models=[])
     with pytest.raises(ValueError, match="run status must be one of"):
         store.update_run(run_id, status="running")
+    with pytest.raises(ValueError, match="1 to 25"):
+        store.update_run(run_id, concurrency=26)
+    store.update_run(run_id, concurrency=25)
+    assert store.get_run(run_id)["concurrency"] == 25
     with pytest.raises(UnknownRunError, match="unknown run 'eval_run_nope'"):
         store.update_run("eval_run_nope", status="failed")
     with pytest.raises(KeyError):
@@ -595,7 +598,7 @@ def test_a_run_of_a_live_process_is_left_alone(store):
             store.claim_run(run_id)
     finally:
         child.kill()
-        child.wait(timeout=30)
+        child.communicate(timeout=30)  # reaps it and closes the pipes
     assert store.find_resumable_run("v1", **args) == run_id
 
 
@@ -646,13 +649,60 @@ def test_writer_commits_on_its_own_within_the_interval(store):
     reader.close()
 
 
-def test_writer_commits_in_batches_and_applies_backpressure(store):
+def test_a_fast_producer_commits_full_batches_itself(store):
     run_id = make_run(store)
-    with store.writer(run_id, interval_s=5, max_batch=7, max_pending=7) as writer:
-        for i in range(50):  # would block forever if full batches were not committed at once
+    with store.writer(run_id, interval_s=30, max_batch=7) as writer:  # the thread would wait 30 s
+        for i in range(6):
             writer.add(sample(i))
+        assert writer.committed == 0
+        writer.add(sample(6))  # the 7th: a full batch, committed before add() returns
+        assert writer.committed == 7 and store.sample_counts(run_id)["total"] == 7
+        writer.add_samples([sample(i) for i in range(7, 50)])  # 43 more: 6 full batches + 1 waiting
+        assert writer.committed == 14 and writer.pending == 36
         writer.flush(timeout=30)
-    assert store.sample_counts(run_id)["total"] == 50
+        assert writer.pending == 0
+    assert [s["sample_index"] for s in store.samples(run_id)] == list(range(50))
+
+
+def test_writer_backpressure_blocks_instead_of_growing(store):
+    run_id = make_run(store)
+    blocker = sqlite3.connect(store.path, isolation_level=None)
+    writer = store.writer(run_id, interval_s=0, max_batch=1000, max_pending=5)
+    blocker.execute("BEGIN IMMEDIATE")  # commits wait, so items pile up
+    done = threading.Event()
+
+    def produce() -> None:
+        for i in range(20):
+            writer.add(sample(i))
+        done.set()
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    time.sleep(0.3)
+    assert not done.is_set() and writer.pending <= 6  # blocked at the limit (+1 in the failed-to-lock batch)
+    blocker.execute("COMMIT")
+    blocker.close()
+    producer.join(timeout=30)
+    writer.close()
+    assert done.is_set() and store.sample_counts(run_id)["total"] == 20
+
+
+def test_writer_is_safe_to_share_between_threads(store):
+    run_id = make_run(store)
+    with store.writer(run_id, interval_s=0.001) as writer:
+        def work(model: str) -> None:
+            for i in range(200):  # every thread writes the same prompts and rows
+                writer.add(sample(i, model=model, prompt=f"shared prompt {i}", dataset_row={"i": i}))
+
+        threads = [threading.Thread(target=work, args=(f"m{k}",)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    got = store.samples(run_id)
+    assert len(got) == 800
+    assert all(s["prompt"] == f"shared prompt {s['sample_index']}" and s["dataset_row"] == {"i": s["sample_index"]}
+               for s in got)
 
 
 def test_writer_refuses_bad_samples_at_the_call(store):
@@ -775,7 +825,7 @@ def test_sigkill_keeps_what_was_flushed_and_the_file_intact(store, mode):
         time.sleep(0.02)  # let it get into its next batch
     finally:
         os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=30)
+        child.communicate(timeout=30)
     with Store(store.path) as after:
         assert after.integrity_check() == "ok"
         got = after.samples(run_id)

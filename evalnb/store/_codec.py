@@ -22,7 +22,17 @@ _KEY_COLS = ("run_id", "task_id", "model", "sample_index")
 _TEXT_FIELDS = ("target", "output_text", "extracted_output", "response_id", "request_key", "grader_key")
 _JSON_FIELDS = ("scores", "judge", "error", "usage")
 _TIME_FIELDS = ("started_at", "completed_at")
-
+_SKIP, _TEXT, _JSON, _PROMPT, _ROW, _FLOAT, _TIME = range(7)
+_KINDS = {
+    **dict.fromkeys(("run_id", "task_id", "model", "sample_index", "status", "created_at"), _SKIP),
+    **dict.fromkeys(_TEXT_FIELDS, _TEXT),
+    **dict.fromkeys(_JSON_FIELDS, _JSON),
+    **dict.fromkeys(_TIME_FIELDS, _TIME),
+    "prompt": _PROMPT,
+    "dataset_row": _ROW,
+    "latency_s": _FLOAT,
+}
+_COLUMN = {"prompt": "prompt_hash", "dataset_row": "dataset_row_hash"}
 
 
 def _unsupported(value: Any) -> Any:
@@ -39,10 +49,11 @@ except ImportError:  # pragma: no cover - pure-Python json
 _py_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_unsupported).encode
 
 
-def _dumps(value: Any) -> str:
-    if isinstance(value, str):
-        return _py_dumps(value)
-    if _c_encode is None:  # pragma: no cover
+def to_json(value: Any) -> str:
+    """Compact JSON (not ASCII-escaped; NaN allowed); exceptions are stored as {"type", "message"}."""
+    if isinstance(value, BaseException):
+        value = {"type": type(value).__name__, "message": str(value)}
+    if _c_encode is None or isinstance(value, str):
         return _py_dumps(value)
     try:
         return "".join(_c_encode(value, 0))
@@ -61,13 +72,6 @@ class Op(NamedTuple):
 def text_hash(body: str) -> bytes:
     """The 16-byte content address of a stored text."""
     return hashlib.blake2b(body.encode("utf-8"), digest_size=16).digest()
-
-
-def to_json(value: Any) -> str:
-    """Compact JSON; exceptions are stored as {"type", "message"}."""
-    if isinstance(value, BaseException):
-        value = {"type": type(value).__name__, "message": str(value)}
-    return _dumps(value)
 
 
 _scan_once = json.JSONDecoder().scan_once  # what json.loads does, minus per-call overhead
@@ -157,34 +161,35 @@ class SampleEncoder:
         cols = ["run_id", "task_id", "model", "sample_index", "status"]
         vals: list[Any] = [rid, task_id, model, index, status]
         texts: list[tuple[bytes, str]] = []
-        try:
-            if "prompt" in s:
-                cols.append("prompt_hash")
-                vals.append(self._prompt_ref(s["prompt"], texts))
-            if "dataset_row" in s:
-                cols.append("dataset_row_hash")
-                vals.append(self._row_ref((rid, task_id, index), s["dataset_row"], texts))
-            for name in _TEXT_FIELDS:
-                if name in s:
-                    value = s[name]
-                    if value is not None and not isinstance(value, str):
-                        raise TypeError(f"{name} must be a string or None, got {type(value).__name__}")
-                    cols.append(name)
-                    vals.append(value)
-            for name in _JSON_FIELDS:
-                if name in s:
-                    cols.append(name)
-                    vals.append(None if s[name] is None else to_json(s[name]))
-            if "latency_s" in s:
-                cols.append("latency_s")
-                vals.append(None if s["latency_s"] is None else float(s["latency_s"]))
-            for name in _TIME_FIELDS:
-                if name in s:
-                    cols.append(name)
-                    vals.append(None if s[name] is None else int(s[name]))
+        name = ""
+        try:  # one pass over the sample's own keys: this is the runner's hot path
+            for name, value in s.items():
+                kind = _KINDS.get(name)
+                if kind is None:
+                    continue
+                if kind == _TEXT:
+                    if value is not None and type(value) is not str and not isinstance(value, str):
+                        raise TypeError(f"must be a string or None, got {type(value).__name__}")
+                elif kind == _JSON:
+                    if value is not None:
+                        value = to_json(value)
+                elif kind == _PROMPT:
+                    value = self._prompt_ref(value, texts)
+                elif kind == _ROW:
+                    value = self._row_ref((rid, task_id, index), value, texts)
+                elif kind == _FLOAT:
+                    if value is not None:
+                        value = float(value)
+                elif kind == _TIME:
+                    if value is not None:
+                        value = int(value)
+                else:  # the key columns, given above, and created_at, handled below
+                    continue
+                cols.append(_COLUMN.get(name, name))
+                vals.append(value)
         except (TypeError, ValueError) as exc:
-            kind = TypeError if isinstance(exc, TypeError) else ValueError
-            raise kind(f"{_where(s)}: {exc}") from None
+            kind_of = TypeError if isinstance(exc, TypeError) else ValueError
+            raise kind_of(f"{_where(s)}: {name} {exc}") from None
         if status in FINISHED_SAMPLE_STATUSES and "completed_at" not in s:
             cols.append("completed_at")
             vals.append(now)
@@ -197,7 +202,7 @@ class SampleEncoder:
         if prompt is None:
             return None
         if not isinstance(prompt, str):
-            raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}")
+            raise TypeError(f"must be a string or None, got {type(prompt).__name__}")
         digest = self._prompts.get(prompt)
         if digest is None:
             digest = text_hash(prompt)
@@ -213,18 +218,13 @@ class SampleEncoder:
         cached = self._rows.get(key)
         if cached is not None and cached[0] is row:
             return cached[1]
-        body = _dumps(row)
+        body = to_json(row)
         digest = text_hash(body)
         texts.append((digest, body))
         if len(self._rows) >= self._CACHE_LIMIT:
             self._rows.clear()
         self._rows[key] = (row, digest)
         return digest
-
-
-def encode_sample(s: Mapping[str, Any], run_id: str | None, now: int) -> Op:
-    """`SampleEncoder.encode` without text memory (every op carries its own texts)."""
-    return SampleEncoder().encode(s, run_id, now)
 
 
 _OUTPUT_SQL = (

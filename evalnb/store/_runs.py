@@ -101,6 +101,12 @@ def check_run_status(status: Any) -> str:
     return status
 
 
+def check_concurrency(concurrency: Any) -> int:
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 25:
+        raise ValueError(f"concurrency must be an integer from 1 to 25, got {concurrency!r}")
+    return concurrency
+
+
 def check_metadata(metadata: Any) -> dict[str, Any]:
     """Run metadata: keys of 1-64 characters, string values of at most 512."""
     if metadata is None:
@@ -154,8 +160,8 @@ class RunRecords:
             raise ValueError("task_ids must be a non-empty list of task id strings (or None for all)")
         if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, int) or max_samples < 1):
             raise ValueError(f"max_samples must be a positive integer or None, got {max_samples!r}")
-        if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= 25):
-            raise ValueError(f"concurrency must be an integer from 1 to 25, got {concurrency!r}")
+        if concurrency is not None:
+            check_concurrency(concurrency)
         meta = self._scrub(redact(check_metadata(metadata)))
         check_run_status(status)
         run_id = run_id or new_run_id()
@@ -192,15 +198,13 @@ class RunRecords:
         unknown = sorted(set(fields) - UPDATABLE_RUN_FIELDS)
         if unknown:
             raise ValueError(f"cannot update run field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(UPDATABLE_RUN_FIELDS))}")
-        sets: dict[str, Any] = {}
         now = _now()
         status = fields.get("status")
+        sets: dict[str, Any] = {}
         if "status" in fields:
             sets["status"] = check_run_status(status)
             if status in TERMINAL_RUN_STATUSES and "completed_at" not in fields:
                 sets["completed_at"] = now
-            if status == "in_progress" and "started_at" not in fields:
-                sets["started_at"] = None  # placeholder: COALESCE below keeps the first start
         for name in ("started_at", "completed_at"):
             if name in fields:
                 sets[name] = None if fields[name] is None else int(fields[name])
@@ -211,16 +215,12 @@ class RunRecords:
         if "summary" in fields:
             sets["summary"] = None if fields["summary"] is None else to_json(self._scrub(fields["summary"]))
         if "concurrency" in fields:
-            sets["concurrency"] = fields["concurrency"]
-        assignments = []
-        params: list[Any] = []
-        for name, value in sets.items():
-            if name == "started_at" and value is None and "started_at" not in fields:
-                assignments.append("started_at = COALESCE(started_at, ?)")
-                params.append(now)
-            else:
-                assignments.append(f"{name} = ?")
-                params.append(value)
+            sets["concurrency"] = check_concurrency(fields["concurrency"])
+        assignments = [f"{name} = ?" for name in sets]
+        params: list[Any] = list(sets.values())
+        if status == "in_progress" and "started_at" not in fields:
+            assignments.append("started_at = COALESCE(started_at, ?)")  # the first start counts
+            params.append(now)
         assignments.append("updated_at = ?")
         params.append(now)
         with self._transaction() as conn:
@@ -384,20 +384,3 @@ class RunRecords:
             conn.execute("DELETE FROM task_metrics WHERE run_id = ?", (run_id,))
         with _ACTIVE_LOCK:
             _ACTIVE_RUNS.discard(run_id)
-
-    def compact(self) -> int:
-        """Drop prompts/rows no sample refers to any more, then VACUUM; returns texts dropped.
-
-        Call it when no run is writing: a live writer may be about to refer to a text again.
-        """
-        with self._transaction() as conn:
-            cur = conn.execute(
-                "DELETE FROM texts WHERE hash NOT IN (SELECT prompt_hash FROM samples WHERE prompt_hash IS NOT NULL "
-                "UNION SELECT dataset_row_hash FROM samples WHERE dataset_row_hash IS NOT NULL)"
-            )
-            dropped = cur.rowcount
-        self._encoder.reset()
-        with self._lock:
-            self._conn.execute("VACUUM")
-        return dropped
-

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,6 +62,8 @@ class Store(RunRecords):
             self._conn.close()
             raise
         self._closed = False
+        # a store dropped without close() (a notebook variable reassigned) still closes its file
+        self._finalizer = weakref.finalize(self, self._conn.close)
 
     def _connect(self):  # noqa: ANN202 - sqlite3.Connection, used by StoreWriter
         return connect(self.path, timeout=self._timeout)
@@ -95,7 +98,7 @@ class Store(RunRecords):
         """Close the connection (idempotent). Writers from `writer()` must be closed first."""
         with self._lock:
             if not self._closed:
-                self._conn.close()
+                self._finalizer()
                 self._closed = True
 
     def __enter__(self) -> Store:
@@ -139,6 +142,22 @@ class Store(RunRecords):
     def has_suite(self, version: str) -> bool:
         return bool(self._rows("SELECT 1 FROM suites WHERE version = ?", (version,)))
 
+    def compact(self) -> int:
+        """Drop prompts/rows no sample refers to any more, then VACUUM; returns texts dropped.
+
+        Call it when no run is writing: a live writer may be about to refer to a text again.
+        """
+        with self._transaction() as conn:
+            cur = conn.execute(
+                "DELETE FROM texts WHERE hash NOT IN (SELECT prompt_hash FROM samples WHERE prompt_hash IS NOT NULL "
+                "UNION SELECT dataset_row_hash FROM samples WHERE dataset_row_hash IS NOT NULL)"
+            )
+            dropped = cur.rowcount
+        self._encoder.reset()
+        with self._lock:
+            self._conn.execute("VACUUM")
+        return dropped
+
     # ---- samples ----------------------------------------------------------------------------
     def _scrub_sample(self, sample: Mapping[str, Any]) -> Mapping[str, Any]:
         """Mask known secrets in a sample's error (errors may quote a request); other fields pass."""
@@ -177,7 +196,7 @@ class Store(RunRecords):
         task_id: str | None = None,
         model: str | None = None,
         status: str | Iterable[str] | None = None,
-        batch_size: int = 1000,
+        batch_size: int = 2000,
     ) -> Iterator[dict[str, Any]]:
         """Samples ordered by (task_id, model, sample_index), fetched `batch_size` at a time.
 
@@ -235,8 +254,12 @@ class Store(RunRecords):
 
     # ---- the output cache -------------------------------------------------------------------
     def lookup_outputs(self, request_keys: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """Cached successful outputs for the keys that have one (misses are simply absent)."""
-        keys = list(dict.fromkeys(request_keys))
+        """Cached successful outputs for the keys that have one (misses are simply absent).
+
+        Keys are looked up in sorted order, 500 per query, so each query walks one narrow
+        stretch of the index instead of jumping around the file.
+        """
+        keys = sorted(set(request_keys))
         found: dict[str, dict[str, Any]] = {}
         with self._lock:
             self._check_open()

@@ -1,13 +1,18 @@
 """Group commit: finished samples are handed over in O(1) and committed in batches.
 
 The runner calls `add()` from its event loop; a background thread (with its own SQLite
-connection) commits whatever has arrived every `interval_s` (default 50 ms), or sooner when
-`max_batch` items are waiting or someone calls `flush()`.
+connection) commits whatever has arrived every `interval_s` (default 50 ms), or at once when
+someone calls `flush()`. A producer that hands over `max_batch` items faster than that
+commits the batch itself (a ~20 ms pause), which is quicker than waiting for the thread.
 
 What "written as it finishes" means for a crash: everything handed over more than about
 `interval_s` plus one commit (~100 ms in all) before the process dies is on disk; after
 `flush()` returns, everything handed over before the call is. A write error stops the writer
 and is raised by the next `add()`/`flush()`/`close()`, so it cannot go unnoticed.
+
+Commits from one writer land in the order things were handed over. Writes through another
+connection (`Store.write_samples`, another writer) are not ordered against them, so give
+each run one writer.
 """
 
 from __future__ import annotations
@@ -44,8 +49,8 @@ class StoreWriter:
         *,
         run_id: str | None = None,
         interval_s: float = 0.05,
-        max_batch: int = 5000,
-        max_pending: int = 200_000,
+        max_batch: int = 2000,
+        max_pending: int = 50_000,
     ) -> None:
         if interval_s < 0 or max_batch < 1 or max_pending < 1:
             raise ValueError("interval_s must be >= 0, max_batch and max_pending >= 1")
@@ -54,6 +59,7 @@ class StoreWriter:
         self._max_batch = max_batch
         self._max_pending = max_pending
         self._cond = threading.Condition()
+        self._commit_lock = threading.Lock()  # one thread at a time uses the connection
         self._pending: deque[Op] = deque()
         self._queued = 0  # ops ever handed over
         self._committed = 0  # ops committed
@@ -63,6 +69,7 @@ class StoreWriter:
         self._closing = False
         self._closed = False
         self._encoder = SampleEncoder()
+        self._encode_lock = threading.Lock()  # encode + enqueue in one step: queue order = encoder's memory order
         self._scrub = store._scrub_sample
         self._conn = store._connect()
         self._thread = threading.Thread(target=self._loop, name="evalnb-store-writer", daemon=True)
@@ -72,18 +79,21 @@ class StoreWriter:
     # ---- handing over -------------------------------------------------------------------
     def add(self, sample: Mapping[str, Any]) -> None:
         """Queue one sample (UPSERT); validation errors raise here, on the caller's thread."""
-        self._enqueue([self._encoder.encode(self._scrub(sample), self.run_id, int(time.time()))])
+        with self._encode_lock:
+            self._enqueue([self._encoder.encode(self._scrub(sample), self.run_id, int(time.time()))])
 
     def add_samples(self, samples: Iterable[Mapping[str, Any]]) -> None:
         """Queue several samples; if any is malformed, none is queued."""
         scrub = self._scrub
-        self._enqueue(self._encoder.encode_many((scrub(s) for s in samples), self.run_id, int(time.time())))
+        with self._encode_lock:
+            self._enqueue(self._encoder.encode_many((scrub(s) for s in samples), self.run_id, int(time.time())))
 
     def put_outputs(self, outputs: Iterable[Mapping[str, Any]]) -> None:
         """Queue output-cache entries; entries carrying an `error` are skipped."""
         now = int(time.time())
         ops = [op for op in (encode_output(o, now) for o in outputs) if op is not None]
-        self._enqueue(ops)
+        with self._encode_lock:
+            self._enqueue(ops)
 
     def _enqueue(self, ops: list[Op]) -> None:
         if not ops:
@@ -96,8 +106,15 @@ class StoreWriter:
             was_empty = not self._pending
             self._pending.extend(ops)
             self._queued += len(ops)
-            if was_empty or len(self._pending) >= self._max_batch:
+            full = len(self._pending) >= self._max_batch
+            if was_empty:
                 self._cond.notify_all()
+        if full:
+            # A producer this fast would otherwise spend its time handing the GIL back and forth
+            # with the writer thread (sqlite releases it on every row): it commits its own backlog.
+            self._commit_batch()
+            if self._error is not None:
+                self._raise_error()
 
     def _check(self) -> None:
         if self._error is not None:
@@ -170,8 +187,33 @@ class StoreWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- the writer thread ------------------------------------------------------------------
+    # ---- committing ---------------------------------------------------------------------------
+    def _commit_batch(self) -> None:
+        """Commit up to `max_batch` pending items on the calling thread, oldest first.
+
+        Taking the batch and writing it happen under one lock, so batches commit in the order
+        they were handed over whichever thread commits them. A failure stops the writer.
+        """
+        with self._commit_lock:
+            with self._cond:
+                if self._error is not None or not self._pending:
+                    return
+                n = min(len(self._pending), self._max_batch)
+                batch = [self._pending.popleft() for _ in range(n)]
+            try:
+                write_ops(self._conn, batch)
+            except BaseException as exc:  # noqa: BLE001 - raised to the caller by _check/flush/close
+                with self._cond:
+                    self._error = exc
+                    self._pending.clear()
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._committed += n
+                self._cond.notify_all()
+
     def _loop(self) -> None:
+        """The writer thread: wait for items, let more gather for `interval_s`, commit."""
         while True:
             with self._cond:
                 while not self._pending and not self._closing:
@@ -188,16 +230,6 @@ class StoreWriter:
                     if remaining <= 0:
                         break
                     self._cond.wait(remaining)
-                n = min(len(self._pending), self._max_batch)
-                batch = [self._pending.popleft() for _ in range(n)]
-            try:
-                write_ops(self._conn, batch)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller by _check/flush
-                with self._cond:
-                    self._error = exc
-                    self._pending.clear()
-                    self._cond.notify_all()
+            self._commit_batch()
+            if self._error is not None:
                 return
-            with self._cond:
-                self._committed += n
-                self._cond.notify_all()
