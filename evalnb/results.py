@@ -211,12 +211,22 @@ class RunResult:
         return ids + sorted(set(self._frame[0]["task_id"].unique()) - set(ids))
 
     def _specs(self) -> dict[str, list[dict[str, Any]]]:
+        """Each task's metrics: the declared ones (SPEC: metrics say which score keys count).
+
+        A task that declares none gets the grader's default `metric_id` plus every other score
+        key its grader returned; the default is left out when the grader never returned it.
+        """
         specs = metric_specs(self._manifest)
+        declared = {t.get("id") for t in (self._manifest or {}).get("tasks", []) if t.get("metrics")}
         frame, columns = self._frame
         for task in frame["task_id"].unique():
-            if task not in specs:  # no manifest entry: every score key found is a metric
-                keys = self._score_keys.get(task, [])
-                specs[task] = [{"id": k, "aggregation": "mean", "higher_is_better": True} for k in keys]
+            found = self._score_keys.get(task, [])
+            current = specs.get(task, [])
+            known = {m["id"] for m in current}
+            extra = [k for k in found if k not in known] if task not in declared else []
+            if extra:
+                current = [m for m in current if m["id"] in found]
+            specs[task] = current + [{"id": k, "aggregation": "mean", "higher_is_better": True} for k in extra]
         return specs
 
     # ---- frames -----------------------------------------------------------------------------
@@ -409,8 +419,33 @@ class RunResult:
                     lines.append(f"  {model}: {_describe(row)}")
         return "\n".join(lines)
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         return self.summary()
+
+    def __repr__(self) -> str:
+        # Cheap on purpose: asyncio and debuggers repr results freely; `print(result)` or
+        # `result.summary()` gives the full report.
+        counts = self._run.get("counts") or {}
+        return (f"<RunResult {self.run_id or '(not stored)'} status={self.status or 'unknown'} "
+                f"samples={counts.get('total', '?')} failed={counts.get('failed', '?')}>")
+
+    def browse(self, filter: str | None = None, *, models: list[str] | None = None) -> Any:
+        """A widget paging through this run's outputs, side by side per item.
+
+        ``filter``: ``"all"`` (default), ``"failures"`` or ``"disagreements"``.
+        """
+        from evalnb.widgets import browse
+
+        suite = None
+        if self._manifest:
+            from evalnb.manifest import Suite
+
+            try:
+                base_dir = (self._run.get("summary") or {}).get("base_dir")
+                suite = Suite.from_dict(self._manifest, base_dir=base_dir)
+            except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
+                suite = None
+        return browse(self.samples, suite=suite, filter=filter, models=models)
 
     def _repr_html_(self) -> str:
         """A static table (inline styles only, no scripts): reads the same in Jupyter and in exported HTML."""

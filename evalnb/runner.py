@@ -340,8 +340,11 @@ class _Run:
             task = plan.suite.task(task_id)
             try:
                 items = await asyncio.to_thread(suite_items, plan.suite, task_id, plan.max_samples)
+                # ctx.metadata: the task's metadata with the run's on top (the run's wins).
+                metadata = {**dict(task.metadata or {}), **plan.metadata}
                 grader = Grader(task.grader, task_id=task_id, pool=self.pool, bridge=bridge,
-                                run_id=self.run_id, metadata=plan.metadata)
+                                run_id=self.run_id, metadata=metadata)
+                await grader.check()  # a grader that does not load fails its task before any call
             except Exception as exc:  # noqa: BLE001 - a task that cannot start fails alone
                 self.task_errors[task_id] = f"{type(exc).__name__}: {exc}"
                 for model in plan.models:  # task metrics are keyed by model: one error row each

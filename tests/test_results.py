@@ -279,7 +279,8 @@ def test_summary_and_repr(result):
     assert "qa / accuracy\n  zeta: 0.750 [0.301, 0.954] n=4, 1 failed\n  alpha: 0.250" in text
     assert "qa / latency_pen (lower is better)" in text
     assert "agg / macro_f1\n  zeta: 0.400 batch\n  alpha: batch, error: grade_batch raised ZeroDivisionError" in text
-    assert repr(result) == text
+    assert str(result) == text
+    assert repr(result).startswith("<RunResult ") and "\n" not in repr(result)
 
 
 def test_html_is_a_static_table(result):

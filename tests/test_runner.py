@@ -635,3 +635,27 @@ def test_ctrl_c_returns_a_partial_result(make_suite, model_server, inside_loop):
     again = evalnb.run(suite, models, concurrency=2, progress=False)  # running it again continues it
     assert again.run_id == result.run_id and again.status == "completed"
     assert len(again.samples) == 40
+
+
+def test_a_grader_that_does_not_load_fails_its_task_before_any_model_call(make_suite, model_server):
+    server = model_server()
+    suite = make_suite(
+        {"broken": rows(4), "fine": rows(4)},
+        broken={"grader": {"source": "def grade(sample, item):\n    return (\n"}},
+    )
+    result = evalnb.run(suite, [evalnb.Model("good", base_url=server.base_url)], progress=False)
+    assert result.status == "failed"
+    assert server.request_count == 4  # only the "fine" task was sent
+    errors = result.metrics.set_index("task_id")["error"]
+    assert "line" in str(errors["broken"]).lower()
+    assert (result.samples["task_id"] == "fine").sum() == 4
+
+
+def test_ctx_metadata_is_task_metadata_with_run_metadata_on_top(make_suite, model_server):
+    server = model_server()
+    source = "def grade(sample, item, ctx):\n    return {'scores': {'s': 1}, 'judge': dict(ctx.metadata)}\n"
+    suite = make_suite({"t": rows(2)}, t={"grader": {"source": source}, "metadata": {"lang": "en", "owner": "task"}})
+    result = evalnb.run(suite, [evalnb.Model("good", base_url=server.base_url)], progress=False,
+                        metadata={"owner": "run", "experiment": "x1"})
+    judge = result.samples["judge"].iloc[0]
+    assert judge == {"lang": "en", "owner": "run", "experiment": "x1"}
