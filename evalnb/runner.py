@@ -207,6 +207,7 @@ class _Run:
         from evalnb.store import Store
 
         plan = self.plan
+        _preload_result_libraries()
         store = self.store = self._store or Store()
         self._loop = asyncio.get_running_loop()
         self._open_run()
@@ -320,7 +321,6 @@ class _Run:
         from evalnb.prepare import suite_items
 
         plan = self.plan
-        self._make_clients()
         bridge = GraderBridge(
             judge_model=plan.judge_model,
             embedding_model=plan.embedding_model,
@@ -371,6 +371,7 @@ class _Run:
                     mp.metric = task.effective_metrics[0].id
             self.tasks[task_id] = state
         self._done_keys = done
+        self._make_clients()  # after the rows and graders: httpx loads meanwhile (see preload)
 
     def _make_clients(self) -> None:
         from evalnb.providers import AdaptiveLimit, ClientPool, ModelClient
@@ -645,6 +646,29 @@ def _fingerprint(prompt: Any, target: Any, row: Any) -> str:
     import json
 
     return json.dumps([prompt, target, row], sort_keys=True, default=str)
+
+
+def _preload_result_libraries() -> None:
+    """Import httpx and pandas in a background thread while the run prepares and calls wait.
+
+    Model calls mostly wait on the network, so pandas' ~0.3 s import (for RunResult's frames)
+    costs nothing there instead of being paid after the last call; httpx loads while tasks'
+    rows are read and the sandbox starts.
+    """
+    import sys
+    import threading
+
+    if "pandas" in sys.modules:
+        return
+
+    def load() -> None:
+        try:
+            import evalnb.providers.client  # noqa: F401 - httpx, needed first
+            import pandas  # noqa: F401
+        except ImportError:  # pragma: no cover - both are dependencies
+            pass
+
+    threading.Thread(target=load, name="evalnb-preload", daemon=True).start()
 
 
 def _cpu_count() -> int:

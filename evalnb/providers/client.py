@@ -7,6 +7,7 @@ JSON); this module is the loop that applies it to real HTTP calls.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 import time
@@ -194,12 +195,17 @@ class ModelClient:
                 status=None, retryable=False)
         url = f"{self.model.base_url}{path}"
         client = self.pool.client(self.model.base_url or "")
+        route = self.pool.raw_route(self.model.base_url or "")
+        head = _request_head(route, path, headers) if route is not None else None
         retries = 0
         while True:
             stats.attempts += 1
             token = await self.limit.acquire() if self.limit is not None else 0
             try:
-                result = await self._attempt(client, url, body, headers, timeout_s, parse)
+                if head is not None:
+                    result = await self._attempt_raw(route, head, body, timeout_s, parse)
+                else:
+                    result = await self._attempt(client, url, body, headers, timeout_s, parse)
             except BaseException:  # cancelled: free the slot, say nothing about the rate
                 if self.limit is not None:
                     self.limit.release(token, "error")
@@ -252,9 +258,50 @@ class ModelClient:
         said = error_message(resp.content) or resp.reason_phrase or "no message"
         return _Failure(status, resp.headers, f"HTTP {status}: {said}", is_retryable_status(status))
 
+    async def _attempt_raw(self, route: tuple, head: bytes, body: dict[str, Any], timeout_s: float,
+                           parse: Callable[[Any], Any]) -> Any:
+        """`_attempt` for plain-``http://`` servers: the same request bytes and outcomes,
+        sent through the pooled transport without httpx's per-request objects."""
+        transport, host, port, _ = route
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        wire = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(payload), payload)
+        try:
+            status, reason, raw_headers, data = await transport.send_raw(host, port, wire, timeout=timeout_s)
+        except (TimeoutError, httpx.TimeoutException):
+            return _Failure(None, None, f"timed out after {timeout_s:g}s", True)
+        except httpx.RequestError as exc:
+            detail = str(exc) or type(exc).__name__
+            return _Failure(None, None, f"connection error ({type(exc).__name__}): {detail}", True)
+        except Exception as exc:  # never let one odd reply crash a whole run: report it
+            return _Failure(None, None, f"unexpected error ({type(exc).__name__}): {exc}", False)
+        if 200 <= status < 300:
+            try:
+                return parse(decode_json(data))
+            except BadReply as exc:
+                return _Failure(status, None, f"HTTP {status} with a bad reply: {exc}", True)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
+        said = error_message(data) or reason.decode("latin-1") or "no message"
+        return _Failure(status, headers, f"HTTP {status}: {said}", is_retryable_status(status))
+
     def _emit(self, kind: str, info: dict[str, Any]) -> None:
         if self.on_event is not None:
             self.on_event(kind, {"model": self.model.label, **info})
+
+
+def _request_head(route: tuple, path: str, headers: Mapping[str, str]) -> bytes | None:
+    """Request line and headers for `_attempt_raw`, or None to take the httpx path instead
+    (a header value httpx would refuse, e.g. one carrying a line break)."""
+    _, host, port, base_path = route
+    lines = [f"POST {base_path}{path} HTTP/1.1", f"Host: {host}:{port}",
+             "Accept: application/json", "Content-Type: application/json", "User-Agent: evalnb"]
+    for name, value in headers.items():
+        if any(c in f"{name}{value}" for c in "\r\n\0") or not name.strip():
+            return None
+        lines.append(f"{name}: {value}")
+    try:
+        return ("\r\n".join(lines) + "\r\n").encode("latin-1")
+    except UnicodeEncodeError:
+        return None
 
 
 # ---- reply checks for the non-completion calls --------------------------------------------

@@ -40,19 +40,26 @@ class ClientPool:
         origin = _origin(base_url)
         client = self._clients.get(origin)
         if client is None:
-            limits = httpx.Limits(
-                max_connections=self.max_connections,
-                max_keepalive_connections=self.max_connections,
-                keepalive_expiry=self.keepalive_expiry,
-            )
             transport = Http11Transport(
                 max_connections=self.max_connections,
                 keepalive_expiry=self.keepalive_expiry,
-                fallback=httpx.AsyncHTTPTransport(limits=limits, http2=False),
             )
             client = httpx.AsyncClient(transport=transport, follow_redirects=False)
             self._clients[origin] = client
         return client
+
+    def raw_route(self, base_url: str) -> tuple[Http11Transport, str, int, str] | None:
+        """(transport, host, port, base path) for a plain-``http://`` server, else None.
+
+        Lets `ModelClient` send pre-encoded requests through the same pooled connections.
+        """
+        parts = urlsplit(base_url)
+        if parts.scheme != "http" or not parts.hostname:
+            return None
+        transport = self.client(base_url)._transport
+        if not isinstance(transport, Http11Transport):
+            return None
+        return transport, parts.hostname, parts.port or 80, parts.path.rstrip("/")
 
     async def aclose(self) -> None:
         """Close every client (and its connections)."""

@@ -24,6 +24,15 @@ _SKIP_HEADERS = frozenset({b"content-length", b"transfer-encoding", b"connection
 _HEAD_LIMIT = 1 << 16
 
 
+class _RawRequest:
+    """The little of a request that reply parsing and error messages need (`send_raw`)."""
+
+    __slots__ = ("method",)
+
+    def __init__(self, method: str):
+        self.method = method
+
+
 class _Conn:
     __slots__ = ("reader", "writer", "last_used")
 
@@ -46,16 +55,15 @@ class Http11Transport(httpx.AsyncBaseTransport):
                  fallback: httpx.AsyncBaseTransport | None = None):
         self.max_connections = max_connections
         self.keepalive_expiry = keepalive_expiry
-        self._fallback = fallback or httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(max_connections=max_connections,
-                                max_keepalive_connections=max_connections,
-                                keepalive_expiry=keepalive_expiry))
+        # httpx's own transport (TLS, proxies) is built on first use: creating it loads the
+        # system's CA certificates, which a run against local http:// servers never needs.
+        self._fallback = fallback
         self._idle: dict[tuple[str, int], list[_Conn]] = {}
         self._slots: asyncio.Semaphore | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.url.scheme != "http":
-            return await self._fallback.handle_async_request(request)
+            return await self._https().handle_async_request(request)
         timeouts = request.extensions.get("timeout", {})
         body = await request.aread()
         wire = _encode(request, body)
@@ -77,6 +85,40 @@ class Http11Transport(httpx.AsyncBaseTransport):
                 conn.close()
         return httpx.Response(status, headers=headers, stream=httpx.ByteStream(data),
                               extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason})
+
+    async def send_raw(self, host: str, port: int, wire: bytes, *, method: str = "POST",
+                       timeout: float | None = None) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
+        """Send a ready-made ``http://`` request (`wire`: request line, headers, body) and
+        return (status, reason, headers, body) — the same wire work as
+        `handle_async_request`, without building httpx Request/Response objects.
+
+        It is the runner's hot path to local servers: at thousands of calls a second those
+        objects cost more than the exchange itself. Errors are the same httpx exceptions.
+        """
+        request = _RawRequest(method)
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.max_connections)
+        key = (host, port)
+        # One deadline for the whole exchange (slot, connect, write, read): a single timer per
+        # call instead of one per step — this is the hot path.
+        async with asyncio.timeout(timeout):
+            await self._slots.acquire()
+            try:
+                conn = self._checkout(key) or await self._connect(key, None, request)  # type: ignore[arg-type]
+                try:
+                    status, reason, headers, data, keep = await self._exchange(
+                        conn, wire, request, None, None)  # type: ignore[arg-type]
+                except BaseException:
+                    conn.close()
+                    raise
+            finally:
+                self._slots.release()
+        if keep:
+            conn.last_used = asyncio.get_running_loop().time()
+            self._idle.setdefault(key, []).append(conn)
+        else:
+            conn.close()
+        return status, reason, headers, data
 
     @contextlib.asynccontextmanager
     async def _slot(self, timeout: float | None, request: httpx.Request) -> AsyncIterator[None]:
@@ -146,7 +188,17 @@ class Http11Transport(httpx.AsyncBaseTransport):
             for conn in conns:
                 conn.close()
         self._idle.clear()
-        await self._fallback.aclose()
+        if self._fallback is not None:
+            await self._fallback.aclose()
+
+    def _https(self) -> httpx.AsyncBaseTransport:
+        if self._fallback is None:
+            self._fallback = httpx.AsyncHTTPTransport(
+                limits=httpx.Limits(max_connections=self.max_connections,
+                                    max_keepalive_connections=self.max_connections,
+                                    keepalive_expiry=self.keepalive_expiry),
+                http2=False)
+        return self._fallback
 
 
 def _encode(request: httpx.Request, body: bytes) -> bytes:
