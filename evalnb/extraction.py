@@ -131,6 +131,8 @@ def clean_output(text: Any) -> str:
         return ""
     if not isinstance(text, str):
         text = str(text)
+    if "<" not in text and "`" not in text:
+        return text.strip()  # the common case: nothing to remove but whitespace
     text = _strip_end_tokens(text)
     if "<" in text:
         text = _strip_reasoning(text)

@@ -412,17 +412,18 @@ class _Run:
 
     # ---- the pipeline ---------------------------------------------------------------------
     async def _run_all(self) -> None:
-        from evalnb.store import request_key
+        from evalnb.store import request_key_function
 
         plan = self.plan
         gen = plan.generation
+        keys = {m.label: request_key_function(m.name, m.base_url, m.api, gen) for m in plan.models}
         todo: list[tuple[str, Any, Any, str]] = []  # (task_id, item, model, request_key)
         for task_id, state in self.tasks.items():
             for item in state.items:
                 for model in plan.models:
                     if (task_id, model.label, item.index) in self._done_keys:
                         continue
-                    key = request_key(model.name, model.base_url, model.api, item.prompt, gen)
+                    key = keys[model.label](item.prompt)
                     todo.append((task_id, item, model, key))
         cached = self.store.lookup_outputs([t[3] for t in todo]) if plan.reuse and todo else {}
         calls: deque[tuple[str, Any, Any, str]] = deque()

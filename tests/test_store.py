@@ -862,3 +862,13 @@ def test_readers_see_consistent_growing_data_while_a_process_writes(store):
         assert counts == sorted(counts) and len(counts) > 3
         assert reader.sample_counts(run_id)["total"] == 10_000
         assert "done 10000" in out
+
+
+@pytest.mark.parametrize("prompt", ["", "Q: 2+2?", 'quotes " and \\ backslash', "ünïcødé ✓\n\ttab", "\u0000nul", "x" * 5000])
+def test_request_key_function_gives_the_same_keys_as_request_key(prompt):
+    from evalnb.store import request_key, request_key_function
+
+    gen = {"temperature": 0, "stop": ["\n"], "extra_body": {"b": 1, "a": [1, 2]}, "timeout_seconds": 9}
+    fast = request_key_function("m", "http://h/v1/", "chat", gen)
+    assert fast(prompt) == request_key("m", "http://h/v1", "chat", prompt, gen)
+    assert fast(prompt) != request_key("m", "http://h/v1", "responses", prompt, gen)

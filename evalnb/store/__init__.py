@@ -8,7 +8,14 @@ the reusable output cache; `redact` keeps credentials out of everything stored.
 from __future__ import annotations
 
 from evalnb.store._codec import SAMPLE_FIELDS, SAMPLE_STATUSES
-from evalnb.store._keys import canonical_json, redact, request_key, run_signature, sanitize_models
+from evalnb.store._keys import (
+    canonical_json,
+    redact,
+    request_key,
+    request_key_function,
+    run_signature,
+    sanitize_models,
+)
 from evalnb.store._runs import RUN_STATUSES, UnknownRunError, UnknownSuiteError, new_run_id
 from evalnb.store._schema import SCHEMA_VERSION
 from evalnb.store._store import Store, default_store_path
@@ -29,6 +36,7 @@ __all__ = [
     "new_run_id",
     "redact",
     "request_key",
+    "request_key_function",
     "run_signature",
     "sanitize_models",
 ]
