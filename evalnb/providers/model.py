@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,12 +64,12 @@ class Model:
 
     @property
     def host(self) -> str:
-        return urlsplit(self.base_url).hostname or ""
+        return _host(self.base_url)
 
     @property
     def is_openai(self) -> bool:
         """True for OpenAI's own API (and Azure OpenAI), which reject non-OpenAI fields."""
-        return is_openai_host(self.host)
+        return _is_openai_url(self.base_url)
 
     @property
     def endpoint_key(self) -> tuple[str, str]:
@@ -125,6 +126,16 @@ class Model:
         return f"Model({', '.join(parts)})"
 
     __str__ = __repr__
+
+
+@functools.lru_cache(maxsize=256)
+def _host(base_url: str) -> str:
+    return urlsplit(base_url).hostname or ""
+
+
+@functools.lru_cache(maxsize=256)
+def _is_openai_url(base_url: str) -> bool:
+    return is_openai_host(_host(base_url))
 
 
 def normalise_base_url(url: str) -> str:
