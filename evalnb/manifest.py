@@ -365,6 +365,17 @@ class Suite(ManifestModel):
 
         return suite_items(self, task_id, limit=limit)
 
+    def _repr_html_(self) -> str:
+        """A static table of the tasks (reads the same in Jupyter and in an exported report)."""
+        from evalnb.suite_display import suite_html
+
+        return suite_html(self)
+
+    def __str__(self) -> str:
+        from evalnb.suite_display import suite_text
+
+        return suite_text(self)
+
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         """The JSON Schema of the manifest (for editors and docs)."""

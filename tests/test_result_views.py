@@ -60,3 +60,18 @@ def test_compare_paired_and_browse_from_a_run(make_suite, model_server):
     widget = result.browse(filter="disagreements")
     assert len(widget.pages) == 4
     assert "ITEM-4" in widget.page_html.value
+
+
+def test_suite_html_lists_every_task_and_escapes_templates(make_suite):
+    suite = make_suite(
+        {"a": rows(3), "b": rows(3)},
+        a={"prompt_template": "<b>{{q}}</b> & more", "num_fewshot": 2},
+        b={"output_extraction": {"type": "number"}, "metrics": [{"id": "acc"}]},
+    )
+    page = suite._repr_html_()
+    assert suite.version[:16] in page and "2 tasks" in page
+    assert page.count("<tr>") == 3  # header + one per task
+    assert "&lt;b&gt;{{q}}&lt;/b&gt; &amp; more" in page and "<b>{{q}}" not in page
+    assert "2 (first)" in page and "number" in page and "acc" in page
+    assert "<script" not in page
+    assert str(suite).splitlines()[1].startswith("  a [qa]")
