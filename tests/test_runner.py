@@ -659,3 +659,22 @@ def test_ctx_metadata_is_task_metadata_with_run_metadata_on_top(make_suite, mode
                         metadata={"owner": "run", "experiment": "x1"})
     judge = result.samples["judge"].iloc[0]
     assert judge == {"lang": "en", "owner": "run", "experiment": "x1"}
+
+
+def test_runs_use_uvloop_when_installed_and_the_standard_loop_on_request(monkeypatch):
+    import asyncio
+
+    from evalnb.aio import run_sync
+
+    async def loop_kind() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        expected = "asyncio"
+    else:
+        expected = "uvloop"
+    assert run_sync(loop_kind()).startswith(expected)
+    monkeypatch.setenv("EVALNB_LOOP", "asyncio")
+    assert run_sync(loop_kind()).startswith("asyncio")
