@@ -209,8 +209,21 @@ def in_notebook() -> bool:
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
+MODES = (None, True, False, "none", "text", "widget")
+
+
+def check_mode(mode: object) -> None:
+    """Refuse a `progress=` value we do not know before a run starts."""
+    if not any(mode is m or (isinstance(m, str) and mode == m) for m in MODES):
+        raise ValueError(f"progress must be True, False, 'text' or 'widget', got {mode!r}")
+
+
 def make_display(progress: RunProgress, mode: bool | str | None, on_stop=None):
-    """Pick a display: widgets in a notebook, a text line elsewhere, nothing when off."""
+    """Pick a display: widgets in a notebook, a text line elsewhere, nothing when off.
+
+    `mode`: None/True (auto), False or "none" (off), "text", "widget".
+    """
+    check_mode(mode)
     if mode is False or mode == "none":
         return None
     if mode == "text" or (mode in (True, None) and not in_notebook()):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from evalnb.aio import run_sync
-from evalnb.progress import RunProgress, make_display
+from evalnb.progress import RunProgress, check_mode, make_display
 from evalnb.run_plan import RunPlan, make_plan
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ async def arun(
     store: Any = None,
 ) -> "RunResult":
     """The async form of `run`: ``result = await evalnb.arun(suite, models=[...])``."""
+    check_mode(progress)
     plan = make_plan(
         suite,
         models,

@@ -678,3 +678,11 @@ def test_runs_use_uvloop_when_installed_and_the_standard_loop_on_request(monkeyp
     assert run_sync(loop_kind()).startswith(expected)
     monkeypatch.setenv("EVALNB_LOOP", "asyncio")
     assert run_sync(loop_kind()).startswith("asyncio")
+
+
+def test_an_unknown_progress_mode_is_refused_before_any_call(make_suite, model_server):
+    server = model_server()
+    with pytest.raises(ValueError, match="progress must be"):
+        evalnb.run(make_suite({"t": rows(2)}), [Model("good", base_url=server.base_url)], progress="bars")
+    assert server.request_count == 0
+    assert len(evalnb.runs()) == 0
