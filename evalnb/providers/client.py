@@ -241,21 +241,9 @@ class ModelClient:
         try:
             async with asyncio.timeout(timeout_s):
                 resp = await client.post(url, json=body, headers=headers, timeout=timeout_s)
-        except (TimeoutError, httpx.TimeoutException):
-            return _Failure(None, None, f"timed out after {timeout_s:g}s", True)
-        except httpx.RequestError as exc:
-            detail = str(exc) or type(exc).__name__
-            return _Failure(None, None, f"connection error ({type(exc).__name__}): {detail}", True)
-        except Exception as exc:  # never let one odd reply crash a whole run: report it
-            return _Failure(None, None, f"unexpected error ({type(exc).__name__}): {exc}", False)
-        status = resp.status_code
-        if 200 <= status < 300:
-            try:
-                return parse(decode_json(resp.content))
-            except BadReply as exc:
-                return _Failure(status, None, f"HTTP {status} with a bad reply: {exc}", True)
-        said = error_message(resp.content) or resp.reason_phrase or "no message"
-        return _Failure(status, resp.headers, f"HTTP {status}: {said}", is_retryable_status(status))
+        except Exception as exc:  # noqa: BLE001 - sorted into retryable or not below
+            return _failure_from(exc, timeout_s)
+        return _outcome(resp.status_code, resp.reason_phrase, resp.headers, resp.content, parse)
 
     def _route(self, path: str, headers: dict[str, str]) -> tuple[httpx.AsyncClient, tuple | None, bytes | None]:
         """The pooled client, and for plain-http servers the pre-encoded request head.
@@ -282,25 +270,37 @@ class ModelClient:
         wire = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(payload), payload)
         try:
             status, reason, raw_headers, data = await transport.send_raw(host, port, wire, timeout=timeout_s)
-        except (TimeoutError, httpx.TimeoutException):
-            return _Failure(None, None, f"timed out after {timeout_s:g}s", True)
-        except httpx.RequestError as exc:
-            detail = str(exc) or type(exc).__name__
-            return _Failure(None, None, f"connection error ({type(exc).__name__}): {detail}", True)
-        except Exception as exc:  # never let one odd reply crash a whole run: report it
-            return _Failure(None, None, f"unexpected error ({type(exc).__name__}): {exc}", False)
-        if 200 <= status < 300:
-            try:
-                return parse(decode_json(data))
-            except BadReply as exc:
-                return _Failure(status, None, f"HTTP {status} with a bad reply: {exc}", True)
+        except Exception as exc:  # noqa: BLE001 - sorted into retryable or not below
+            return _failure_from(exc, timeout_s)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
-        said = error_message(data) or reason.decode("latin-1") or "no message"
-        return _Failure(status, headers, f"HTTP {status}: {said}", is_retryable_status(status))
+        return _outcome(status, reason.decode("latin-1"), headers, data, parse)
 
     def _emit(self, kind: str, info: dict[str, Any]) -> None:
         if self.on_event is not None:
             self.on_event(kind, {"model": self.model.label, **info})
+
+
+def _failure_from(exc: Exception, timeout_s: float) -> _Failure:
+    """What a call that raised means for the retry policy."""
+    if isinstance(exc, (TimeoutError, httpx.TimeoutException)):
+        return _Failure(None, None, f"timed out after {timeout_s:g}s", True)
+    if isinstance(exc, httpx.RequestError):
+        detail = str(exc) or type(exc).__name__
+        return _Failure(None, None, f"connection error ({type(exc).__name__}): {detail}", True)
+    # never let one odd reply crash a whole run: report it
+    return _Failure(None, None, f"unexpected error ({type(exc).__name__}): {exc}", False)
+
+
+def _outcome(status: int, reason: str, headers: Mapping[str, str], data: bytes,
+             parse: Callable[[Any], Any]) -> Any:
+    """A reply's parsed body, or the `_Failure` its status (or a bad body) stands for."""
+    if 200 <= status < 300:
+        try:
+            return parse(decode_json(data))
+        except BadReply as exc:
+            return _Failure(status, None, f"HTTP {status} with a bad reply: {exc}", True)
+    said = error_message(data) or reason or "no message"
+    return _Failure(status, headers, f"HTTP {status}: {said}", is_retryable_status(status))
 
 
 def _request_head(route: tuple, path: str, headers: Mapping[str, str]) -> bytes | None:
