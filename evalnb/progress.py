@@ -131,6 +131,8 @@ class WidgetDisplay:
         self.update()
 
     def _stop(self, on_stop: Callable[[], None] | None) -> None:
+        if self.progress.status != "in_progress":
+            return  # a click that arrives after the run ended (the cell was blocked) changes nothing
         self.progress.stop_requested = True
         self.stop_button.disabled = True
         self.stop_button.description = "Stopping…"

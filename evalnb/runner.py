@@ -42,8 +42,10 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
     ``max_samples``, ``judge_model``, ``embedding_model``, ``grader_concurrency``,
     ``metadata``, ``reuse`` (default True: reuse stored outputs), ``progress``
     (True / False / "text"), ``store`` (an `evalnb.store.Store`; default: the evalnb home).
-    Interrupting (Ctrl-C, the notebook's interrupt button, the panel's Stop button) keeps
-    every finished sample and returns a partial result with status ``cancelled``.
+    Interrupting (Ctrl-C, the notebook's interrupt button) keeps every finished sample and
+    returns a partial result with status ``cancelled``. The panel's Stop button does the same
+    for a run the kernel is not blocked on: ``task = asyncio.ensure_future(evalnb.arun(...))``,
+    then ``result = await task`` (a blocked cell only sees the click after it ends).
     """
     return run_sync(arun(suite, models, **options))
 
@@ -275,7 +277,8 @@ class _Run:
         self.progress.run_id = self.run_id
 
     def _request_stop(self) -> None:
-        # The Stop button's callback runs on the notebook's thread, not our loop's:
+        # The Stop button's callback runs on the kernel's main thread, which is not always our
+        # loop's thread (evalnb.run from a notebook runs the loop in a helper thread):
         # asyncio.Event is not thread-safe, so the loop sets it.
         self.progress.stop_requested = True
         loop = getattr(self, "_loop", None)
@@ -283,6 +286,8 @@ class _Run:
             loop.call_soon_threadsafe(self._stop.set)
 
     async def _shutdown(self, ticker: asyncio.Future, warm: asyncio.Future, status: str, error: str | None) -> None:
+        for mp in self.progress.models.values():
+            mp.in_flight = 0  # cancelled calls are not in flight any more
         for t in list(self._grading):
             t.cancel()
         ticker.cancel()
