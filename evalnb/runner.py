@@ -431,6 +431,8 @@ class _Run:
                         continue
                     key = keys[model.label](item.prompt)
                     todo.append((task_id, item, model, key))
+        if plan.reuse and todo:
+            todo = self._copy_identical_samples(todo)
         cached = self.store.lookup_outputs([t[3] for t in todo]) if plan.reuse and todo else {}
         calls: deque[tuple[str, Any, Any, str]] = deque()
         for unit in todo:
@@ -462,6 +464,47 @@ class _Run:
                 w.cancel()
             dispatcher.cancel()
             await asyncio.gather(gathered, dispatcher, stopper, return_exceptions=True)
+
+    def _copy_identical_samples(self, todo: list[tuple[str, Any, Any, str]]) -> list[tuple[str, Any, Any, str]]:
+        """Take whole graded samples from an identical earlier run; return the units left to do.
+
+        Same run signature (suite version, hence grader and extraction; models; generation;
+        tasks) and metadata, and per sample the same request, target and row: grading again
+        would repeat the same work, so the store copies those samples instead. Batch-graded
+        tasks are always graded again (their grader sees all samples at once).
+        """
+        import json
+        import time
+
+        from evalnb.store import row_digest
+
+        previous = self.store.previous_identical_run(self.run_id)
+        if previous is None:
+            return todo
+        graded = self.store.graded_samples(previous)
+        copy, rest = [], []
+        for unit in todo:
+            task_id, item, model, key = unit
+            state = self.tasks[task_id]
+            old = graded.get((task_id, model.label, item.index)) if state.per_sample else None
+            if old is not None and old[0] == key and old[1] == item.target and old[2] == row_digest(item.row):
+                copy.append((unit, old[3]))
+            else:
+                rest.append(unit)
+        if not copy:
+            return todo
+        self.store.copy_samples(previous, self.run_id, [(u[0], u[2].label, u[1].index) for u, _ in copy],
+                                now=int(time.time()))
+        for (task_id, _item, model, _key), scores in copy:
+            mp = self.progress.model(model.label)
+            mp.done += 1
+            mp.reused += 1
+            value = (json.loads(scores) if scores else {}).get(mp.metric) if mp.metric else None
+            if isinstance(value, (int, float)):
+                mp.metric_sum += float(value)
+                mp.metric_n += 1
+            self.tasks[task_id].remaining[model.label] -= 1
+        return rest
 
     async def _generate(self, calls: deque) -> None:
         from evalnb.errors import ProviderError

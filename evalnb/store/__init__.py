@@ -16,6 +16,7 @@ from evalnb.store._keys import (
     run_signature,
     sanitize_models,
 )
+from evalnb.store._reuse import row_digest
 from evalnb.store._runs import RUN_STATUSES, UnknownRunError, UnknownSuiteError, new_run_id
 from evalnb.store._schema import SCHEMA_VERSION
 from evalnb.store._store import Store, default_store_path
@@ -37,6 +38,7 @@ __all__ = [
     "redact",
     "request_key",
     "request_key_function",
+    "row_digest",
     "run_signature",
     "sanitize_models",
 ]

@@ -23,6 +23,7 @@ from evalnb.store._codec import (
     write_ops,
 )
 from evalnb.store._keys import canonical_json, redact
+from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
 from evalnb.store._schema import connect, ensure_schema
 
@@ -41,7 +42,7 @@ def default_store_path() -> Path:
     return evalnb_home() / "evalnb.sqlite"
 
 
-class Store(RunRecords):
+class Store(RunRecords, GradeReuse):
     """SQLite store in WAL mode: one writer at a time, any number of concurrent readers.
 
     Safe to share between threads (calls are serialised by a lock); for the hot path use

@@ -1,0 +1,65 @@
+"""Reusing whole graded samples from an earlier, identical run.
+
+A run whose signature (suite version — so grader code and extraction too — models,
+generation, tasks, judge and embedding models) and metadata equal a completed earlier run's
+would grade the same outputs with the same code against the same targets. Those samples are
+copied inside SQLite instead of being re-extracted, re-graded in the sandbox and re-encoded:
+a second run of an unchanged suite is then bound by reading rows, not by Python per sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from evalnb.store._codec import from_json, text_hash, to_json
+
+_COPY_SQL = (
+    "INSERT OR REPLACE INTO samples (run_id, task_id, model, sample_index, status, prompt_hash, target, "
+    "output_text, extracted_output, scores, judge, error, latency_s, usage, response_id, dataset_row_hash, "
+    "request_key, grader_key, created_at, started_at, completed_at) "
+    "SELECT ?, task_id, model, sample_index, status, prompt_hash, target, output_text, extracted_output, "
+    "scores, judge, error, latency_s, usage, response_id, dataset_row_hash, request_key, grader_key, "
+    "?, started_at, ? FROM samples WHERE run_id = ? AND task_id = ? AND model = ? AND sample_index = ? "
+    "AND status = 'completed'"
+)
+
+
+def row_digest(row: Any) -> bytes:
+    """The digest the store keeps for a dataset row (to compare rows without reading them)."""
+    return text_hash(to_json(row))
+
+
+class GradeReuse:
+    """The reuse half of `Store` (needs `_rows`, `_transaction`, `get_run`)."""
+
+    def previous_identical_run(self, run_id: str) -> str | None:
+        """The newest completed run with the same signature and metadata as `run_id`, if any."""
+        run = self.get_run(run_id)  # type: ignore[attr-defined]
+        rows = self._rows(  # type: ignore[attr-defined]
+            "SELECT run_id, metadata FROM runs WHERE signature = ? AND status = 'completed' AND run_id != ? "
+            "ORDER BY created_at DESC, rowid DESC",
+            (run["signature"], run_id),
+        )
+        for other, metadata in rows:
+            if (from_json(metadata) or {}) == (run.get("metadata") or {}):
+                return other
+        return None
+
+    def graded_samples(self, run_id: str) -> dict[tuple[str, str, int], tuple[str | None, str | None, bytes | None, Any]]:
+        """(task, model, index) -> (request_key, target, dataset_row digest, scores) of completed samples."""
+        rows = self._rows(  # type: ignore[attr-defined]
+            "SELECT task_id, model, sample_index, request_key, target, dataset_row_hash, scores "
+            "FROM samples WHERE run_id = ? AND status = 'completed'",
+            (run_id,),
+        )
+        return {(t, m, i): (key, target, digest, scores) for t, m, i, key, target, digest, scores in rows}
+
+    def copy_samples(self, from_run: str, to_run: str, keys: Iterable[tuple[str, str, int]], *, now: int) -> int:
+        """Copy completed samples of `from_run` into `to_run` (same task, model, index)."""
+        params = [(to_run, now, now, from_run, t, m, i) for t, m, i in keys]
+        if not params:
+            return 0
+        with self._transaction() as conn:  # type: ignore[attr-defined]
+            conn.executemany(_COPY_SQL, params)
+        return len(params)
