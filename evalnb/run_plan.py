@@ -113,3 +113,15 @@ def make_plan(
         metadata=dict(metadata or {}),
         reuse=bool(reuse),
     )
+
+
+def model_record(model: Any) -> dict[str, Any]:
+    """What resume needs to rebuild a model: where it is and which variable holds its key (never the key)."""
+    return {**model.describe(), "api_key_env": model.api_key_env}
+
+
+def rebuild_model(record: Any) -> Any:
+    if not isinstance(record, dict):
+        return record  # None, or a bare name stored by an older run
+    return Model(record["name"], base_url=record.get("base_url"), api=record.get("api") or "responses",
+                 label=record.get("label"), api_key_env=record.get("api_key_env"))
