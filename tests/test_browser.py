@@ -18,43 +18,28 @@ Skipped only when ``/usr/bin/chromium`` is missing outside CI; in CI (``CI`` set
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import secrets
 import shutil
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT = ROOT / "reports" / "browser_quickstart.png"  # the preview after the slider moved
 RESULTS_SCREENSHOT = ROOT / "reports" / "browser_quickstart_results.png"  # progress panel, result table
 CHART_SCREENSHOT = ROOT / "reports" / "browser_quickstart_chart.png"  # the comparison chart
-CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-]
 sys.path.insert(0, str(ROOT / "scripts"))
 from execute_notebooks import notebook_env  # noqa: E402
+from helpers.jupyterlab import CHROMIUM, CHROMIUM_FLAGS, serve_jupyterlab  # noqa: E402
 
 if not CHROMIUM.exists() and not os.environ.get("CI"):
     pytest.skip("no /usr/bin/chromium (install: apt-get install chromium); required in CI", allow_module_level=True)
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _workspace(tmp: Path) -> Path:
@@ -75,55 +60,8 @@ def _workspace(tmp: Path) -> Path:
 @pytest.fixture
 def jupyterlab(tmp_path):
     """A JupyterLab server on 127.0.0.1 over a temporary workspace; yields (url, token)."""
-    root = _workspace(tmp_path)
-    dirs = {name: tmp_path / name for name in ("config", "runtime", "workspaces", "settings", "data")}
-    for d in dirs.values():
-        d.mkdir()
-    # Render every cell (no windowed notebook), so off-screen outputs are in the DOM too; no
-    # news pop-up over the screenshot.
-    for plugin, settings in (("notebook-extension/tracker", {"windowingMode": "none"}),
-                             ("apputils-extension/notification", {"fetchNews": "false"})):
-        path = dirs["settings"] / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(settings))
-    env = notebook_env()
-    env.update(
-        JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-        JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]), JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
-        IPYTHONDIR=str(dirs["data"] / "ipython"),
-    )
-    port, token = _free_port(), secrets.token_hex(16)
-    log = (tmp_path / "jupyterlab.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-         f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--ServerApp.open_browser=False"],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail("JupyterLab did not start:\n" + (tmp_path / "jupyterlab.log").read_text()[-3000:])
-            time.sleep(0.3)
-        yield url, token
-    finally:
-        proc.terminate()  # our own server process; its kernels stop with it
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
+    with serve_jupyterlab(tmp_path, _workspace(tmp_path), notebook_env()) as served:
+        yield served
 
 
 def test_quickstart_runs_in_jupyterlab_with_live_widgets_and_chart(jupyterlab):

@@ -21,28 +21,20 @@ Skipped only when ``/usr/bin/chromium`` is missing outside CI; in CI (``CI`` set
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import secrets
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-]
 TOTAL = 60
 sys.path.insert(0, str(ROOT / "scripts"))
 from execute_notebooks import notebook_env  # noqa: E402
+from helpers.jupyterlab import CHROMIUM, CHROMIUM_FLAGS, serve_jupyterlab  # noqa: E402
 
 if not CHROMIUM.exists() and not os.environ.get("CI"):
     pytest.skip("no /usr/bin/chromium (install: apt-get install chromium); required in CI", allow_module_level=True)
@@ -80,14 +72,6 @@ CELLS = [
 ]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def jupyterlab(tmp_path):
     """JupyterLab on 127.0.0.1 over a workspace holding ``stop.ipynb``; yields (url, token)."""
@@ -97,53 +81,8 @@ def jupyterlab(tmp_path):
     nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, root / "stop.ipynb")
-    dirs = {name: tmp_path / name for name in ("config", "runtime", "workspaces", "settings", "data")}
-    for d in dirs.values():
-        d.mkdir()
-    for plugin, settings in (("notebook-extension/tracker", {"windowingMode": "none"}),
-                             ("apputils-extension/notification", {"fetchNews": "false"})):
-        path = dirs["settings"] / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(settings))
-    env = notebook_env()
-    env.update(
-        JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-        JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]), JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
-        IPYTHONDIR=str(dirs["data"] / "ipython"),
-    )
-    port, token = _free_port(), secrets.token_hex(16)
-    log_path = tmp_path / "jupyterlab.log"
-    log = log_path.open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-         f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--ServerApp.open_browser=False"],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail("JupyterLab did not start:\n" + log_path.read_text()[-3000:])
-            time.sleep(0.3)
-        yield url, token
-    finally:
-        proc.terminate()  # our own server process; its kernel (and the model server in it) go with it
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
+    with serve_jupyterlab(tmp_path, root, notebook_env()) as served:
+        yield served
 
 
 def _done(panel) -> tuple[int, int] | None:
