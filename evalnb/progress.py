@@ -192,9 +192,9 @@ class WidgetDisplay:
 
     def bundle(self) -> dict:
         """The widget view plus a static HTML fallback, as one display bundle."""
-        data = dict(self.panel._repr_mimebundle_() or {})
-        data["text/html"] = self.static_html()
-        return data
+        from evalnb.widgets._html import display_bundle
+
+        return display_bundle(self.panel, self.static_html())
 
     handle = None
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from evalnb.providers.model import OPENAI_BASE_URL
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 import notebook_models as nm  # noqa: E402
@@ -48,9 +50,10 @@ def test_openai_key_alone_selects_openai_models(monkeypatch):
     setup = nm.setup_models(2)
     assert setup.real and setup.calls() is None
     assert [(m.name, m.base_url, m.api) for m in setup.models] == [
-        ("gpt-4.1-mini", "https://api.openai.com/v1", "responses"),
-        ("gpt-4.1-nano", "https://api.openai.com/v1", "responses"),
+        ("gpt-4.1-mini", OPENAI_BASE_URL, "responses"),
+        ("gpt-4.1-nano", OPENAI_BASE_URL, "responses"),
     ]
+    assert all(m.is_openai for m in setup.models)
     assert setup.judge.name == "gpt-4.1-mini"
     assert "sk-test" not in repr(setup)
 

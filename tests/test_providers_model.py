@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from evalnb.providers import Model
-from evalnb.providers.model import is_openai_host, normalise_base_url
+from evalnb.providers.model import OPENAI_BASE_URL, is_openai_host, normalise_base_url
 
 
 def test_defaults_to_openai_responses():
     m = Model("gpt-4.1-mini")
-    assert m.base_url == "https://api.openai.com/v1"
+    assert m.base_url == OPENAI_BASE_URL and OPENAI_BASE_URL.startswith("https://") and OPENAI_BASE_URL.endswith("/v1")
     assert m.api == "responses" and m.label == "gpt-4.1-mini"
-    assert m.is_openai
-    assert m.endpoint_key == ("https://api.openai.com/v1", "responses")
+    assert m.is_openai and is_openai_host(m.host)
+    assert m.endpoint_key == (OPENAI_BASE_URL, "responses")
 
 
 def test_base_url_is_normalised_so_equal_endpoints_compare_equal():

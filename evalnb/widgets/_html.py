@@ -229,3 +229,16 @@ def table(header: list[str], rows: list[tuple[str, list[str]]]) -> str:
 def page(*parts: str) -> str:
     """Wrap static HTML so it reads well outside a widget (light background, dark text)."""
     return f'<div class="evalnb-static" style="color:#111;background:#fff;padding:4px">{"".join(parts)}</div>'
+
+
+def display_bundle(widget: Any, static_html: str, text: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    """A widget's display data plus a static HTML fallback (and plain text).
+
+    Jupyter draws the live widget; a notebook exported without a kernel (nbconvert, a shared
+    report) has no widget state to draw and shows the HTML instead of an empty box.
+    """
+    data = dict(widget._repr_mimebundle_(**kwargs) or {})
+    data["text/html"] = static_html
+    if text is not None:
+        data["text/plain"] = text
+    return data

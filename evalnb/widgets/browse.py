@@ -177,10 +177,7 @@ class BrowseWidget:
         return self.static_html()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        data["text/html"] = self.static_html()
-        data["text/plain"] = repr(self)
-        return data
+        return h.display_bundle(self.widget, self.static_html(), repr(self), **kwargs)
 
     def __repr__(self) -> str:
         return f"BrowseWidget(filter={self.filter!r}, page={self.index}, pages={len(self.pages)})"

@@ -240,10 +240,7 @@ class PreviewWidget:
         return self.static_html()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        data["text/html"] = self.static_html()
-        data["text/plain"] = repr(self)
-        return data
+        return h.display_bundle(self.widget, self.static_html(), repr(self), **kwargs)
 
     def __repr__(self) -> str:
         return f"PreviewWidget(task={self.task_id!r}, index={self.index}, items={len(self.items)})"
