@@ -552,8 +552,8 @@ def test_split_defaults_test_for_task_and_train_for_fewshot():
     [
         {"path": "json", "data_files": "https://example.com/x.jsonl"},
         {"path": "csv", "data_files": ["http://example.com/a.csv", "https://example.com/b.csv"]},
-        {"path": "json", "data_files": {"train": "https://e.com/t.jsonl", "test": ["https://e.com/a.jsonl"]}},
-        {"path": "json", "dataset_kwargs": {"data_files": {"validation": "https://e.com/v.jsonl"}}},
+        {"path": "json", "data_files": {"train": "https://example.com/t.jsonl", "test": ["https://example.com/a.jsonl"]}},
+        {"path": "json", "dataset_kwargs": {"data_files": {"validation": "https://example.com/v.jsonl"}}},
         {"path": "org/ds", "data_files": {"train": "data/*.parquet"}},  # repo-relative patterns
     ],
 )

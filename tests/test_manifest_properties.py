@@ -23,7 +23,7 @@ scalars = st.one_of(
     st.integers(min_value=-(10**12), max_value=10**12),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=20),
-    st.sampled_from(["", "json", "csv", "regex", "model_backed", "data/x.jsonl", "org/ds", "(", "https://e.com/x"]),
+    st.sampled_from(["", "json", "csv", "regex", "model_backed", "data/x.jsonl", "org/ds", "(", "https://example.com/x"]),
 )
 json_values = st.recursive(
     scalars,

@@ -23,7 +23,7 @@ def test_base_url_is_normalised_so_equal_endpoints_compare_equal():
     assert a == b and hash(a) == hash(b)
     assert a.endpoint_key == b.endpoint_key == ("http://localhost:8000/v1", "chat")
     assert Model("q", base_url="http://localhost:8000/v1", api="responses").endpoint_key != a.endpoint_key
-    assert Model("gpt") == Model("gpt", base_url="https://api.openai.com/v1")
+    assert Model("gpt") == Model("gpt", base_url=OPENAI_BASE_URL)
 
 
 @pytest.mark.parametrize("url", ["localhost:8000", "ftp://x/v1", "http:///v1", "http://u:p@h/v1",
@@ -52,7 +52,7 @@ def test_is_openai_host(host, expected):
 
 def test_is_openai_follows_base_url():
     assert not Model("q", base_url="http://127.0.0.1:9/v1").is_openai
-    assert Model("gpt", base_url="https://api.openai.com/v1/").is_openai
+    assert Model("gpt", base_url=OPENAI_BASE_URL + "/").is_openai
 
 
 def test_key_read_at_call_time_from_env(monkeypatch):
@@ -90,7 +90,7 @@ def test_repr_never_shows_the_key_or_header_values(monkeypatch):
     assert "sk-very-secret-123" not in text and "hdr-secret-456" not in text
     assert "sk-env-secret-value" not in text
     assert "api_key='***'" in repr(m) and "'X-Api-Key': ..." in repr(m)
-    assert m.describe() == {"name": "gpt", "label": "GPT", "base_url": "https://api.openai.com/v1",
+    assert m.describe() == {"name": "gpt", "label": "GPT", "base_url": OPENAI_BASE_URL,
                             "api": "responses"}
 
 
