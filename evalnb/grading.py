@@ -19,7 +19,7 @@ from itertools import islice
 from typing import Any
 
 from .errors import SandboxError
-from .sandbox._gc import gc_paused
+from evalnb._gc import gc_paused
 from .sandbox._sync import run_sync
 from .sandbox.bridging import Bridge
 from .sandbox.job import CodeLoadError, Job, spec_value, user_code_from_spec

@@ -651,6 +651,28 @@ def test_a_grader_that_does_not_load_fails_its_task_before_any_model_call(make_s
     assert (result.samples["task_id"] == "fine").sum() == 4
 
 
+def test_a_task_whose_rows_and_grader_both_fail_reports_the_rows_and_leaves_nothing_pending(
+        make_suite, model_server, tmp_path, caplog):
+    # The grader check runs while the rows load; when the rows fail first, the check is
+    # cancelled or its error consumed: nothing is left for asyncio to complain about.
+    import gc
+
+    server = model_server()
+    suite = make_suite(
+        {"gone": rows(4), "fine": rows(4)},
+        gone={"grader": {"source": "def grade(sample, item):\n    return (\n"}},
+    )
+    (tmp_path / "data" / "gone.jsonl").unlink()
+    with caplog.at_level("ERROR", logger="asyncio"):
+        result = evalnb.run(suite, [evalnb.Model("good", base_url=server.base_url)], progress=False)
+        gc.collect()
+    assert result.status == "failed"
+    assert server.request_count == 4
+    error = str(result.metrics.set_index("task_id")["error"]["gone"])
+    assert "gone.jsonl" in error
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage() or "destroyed" in r.getMessage()]
+
+
 def test_ctx_metadata_is_task_metadata_with_run_metadata_on_top(make_suite, model_server):
     server = model_server()
     source = "def grade(sample, item, ctx):\n    return {'scores': {'s': 1}, 'judge': dict(ctx.metadata)}\n"

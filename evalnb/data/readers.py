@@ -8,14 +8,13 @@ same code serves local files, the file store and downloaded ``data_files``, and 
 from __future__ import annotations
 
 import csv
-import gc
 import itertools
 import json
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from evalnb._gc import gc_paused
 from evalnb.errors import DatasetError
 
 FORMATS = ("jsonl", "csv", "json")
@@ -54,7 +53,7 @@ def read_rows(
         rows = iter(read_json(lines, source=source, field=field))
     else:
         raise DatasetError(f"{source}: unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    with _gc_paused():
+    with gc_paused():
         return list(itertools.islice(rows, limit))
 
 
@@ -123,18 +122,6 @@ def read_json(lines: Iterable[bytes], *, source: str, field: str | None = None) 
         if type(item) is not dict:
             raise DatasetError(f"{source} item {index}: not a JSON object (found {_type_name(item)})")
     return value
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Building many small dicts triggers the cyclic GC over and over; rows hold no cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _decoded_lines(lines: Iterable[bytes], source: str) -> Iterator[str]:

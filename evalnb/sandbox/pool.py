@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import SandboxError
 from . import protocol
-from ._gc import gc_paused
+from evalnb._gc import gc_paused
 from ._sync import run_sync
 from .bridging import Bridge, answer_bridge, bridge_caller
 from .job import CallResult, CodeLoadError, Job

@@ -1,0 +1,66 @@
+"""Keep Python's cyclic garbage collector out of the hot loops.
+
+Two tools. `gc_paused` turns the collector off for a short bulk loop (packing a sandbox
+frame, reading rows): each burst of small containers would otherwise trigger collections
+that traverse the whole heap while the caller keeps everything alive. `fewer_collections`
+covers a whole run: the heap that exists when the run starts (imports, the notebook's own
+objects) is frozen so collections skip it, and young objects are collected after 50,000
+allocations instead of 700. At zero model latency that is ~10% of a run's CPU; reference
+counting still frees every sample as it goes, and cycles are still collected, just later.
+
+Both count nesting process-wide (runs in several threads, pool threads pausing at once): the
+collector's settings come back when the last user leaves, and only as they were before.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+RUN_GEN0_THRESHOLD = 50_000
+
+_lock = threading.Lock()
+_paused = 0
+_was_enabled = False
+_runs = 0
+_saved_threshold: tuple[int, ...] = ()
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Keep the cyclic collector off inside the block (nesting and threads are fine)."""
+    global _paused, _was_enabled
+    with _lock:
+        if _paused == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _paused += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _paused -= 1
+            if _paused == 0 and _was_enabled:
+                gc.enable()
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Freeze the existing heap and collect young objects rarely while the block runs."""
+    global _runs, _saved_threshold
+    with _lock:
+        if _runs == 0:
+            _saved_threshold = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(max(RUN_GEN0_THRESHOLD, _saved_threshold[0]), *_saved_threshold[1:])
+        _runs += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _runs -= 1
+            if _runs == 0:
+                gc.set_threshold(*_saved_threshold)
+                gc.unfreeze()
