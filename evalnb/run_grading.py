@@ -24,7 +24,7 @@ class GradingPipeline:
             await self._grade_event.wait()
             self._grade_event.clear()
             if not self._generation_done and len(self._grade_queue) < GRADE_BATCH:
-                await asyncio.sleep(0.005)  # let a batch build up while calls are in flight
+                await asyncio.sleep(0.01)  # let a batch build up while calls are in flight
             while self._grade_queue:
                 groups: dict[tuple[str, str], list[dict]] = {}
                 for _ in range(min(GRADE_BATCH, len(self._grade_queue))):

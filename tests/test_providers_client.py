@@ -402,3 +402,45 @@ def test_cancelled_call_frees_its_limit_slot():
 def test_client_rejects_non_model():
     with pytest.raises(TypeError):
         ModelClient("gpt-4")  # type: ignore[arg-type]
+
+
+# ---- the pre-encoded request body ------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from evalnb.providers.build import build_chat_request, build_responses_request, canonical  # noqa: E402
+from evalnb.providers.client import _body_encoder, _dumps  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(prompt=st.text(alphabet=st.characters(blacklist_categories=("Cs",))),
+       instructions=st.one_of(st.none(), st.text(max_size=20)))
+def test_body_encoder_is_byte_for_byte_the_full_encoding(prompt, instructions):
+    gen = canonical({"temperature": 0.5, "stop": ["\n", '"'], "instructions": instructions, "top_k": 3})
+    for build in (build_chat_request, build_responses_request):
+        encode = _body_encoder(lambda p, build=build: build("m", p, gen, is_openai=False))
+        assert encode(prompt) == _dumps(build("m", prompt, gen, is_openai=False))
+
+
+def test_body_encoder_takes_non_string_input_whole():
+    items = [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]
+    encode = _body_encoder(lambda p: build_responses_request("m", p, {}, is_openai=False))
+    assert encode(items) == _dumps({"model": "m", "input": items})
+
+
+def test_a_generation_dict_changed_in_place_is_sent_as_changed():
+    async def main(server):
+        async with make_client(server, api="chat") as client:
+            gen = {"temperature": 0.0, "max_output_tokens": 4}
+            await client.complete("one?", gen)
+            gen["temperature"] = 1.0  # the same dict object, new contents
+            gen["max_output_tokens"] = 9
+            await client.complete("two?", gen)
+            await client.complete("three?", {"temperature": 0.3})
+
+    with LocalModelServer({"?": "ok"}) as s:
+        run(main(s))
+        bodies = [body for _, body, _ in s.requests]
+    assert [b["temperature"] for b in bodies] == [0.0, 1.0, 0.3]
+    assert [b.get("max_tokens") for b in bodies] == [4, 9, None]
+    assert [b["messages"][-1]["content"] for b in bodies] == ["one?", "two?", "three?"]

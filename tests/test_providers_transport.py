@@ -98,6 +98,82 @@ def test_chunked_reply_with_trailers():
     assert conns == 1
 
 
+class Trickle(Scripted):
+    """Sends each reply a few bytes at a time, so it is parsed across many reads."""
+
+    async def _handle(self, reader, writer):
+        self.connections += 1
+        try:
+            while self.replies:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                self.requests.append(head + await reader.readexactly(length))
+                reply = self.replies.pop(0)
+                for i in range(0, len(reply), 3):
+                    writer.write(reply[i:i + 3])
+                    await writer.drain()
+                    await asyncio.sleep(0)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+@pytest.mark.parametrize("use_raw", [False, True])
+def test_replies_arriving_a_few_bytes_at_a_time(use_raw):
+    body = b'{"text": "' + "é".encode() * 40 + b'"}'
+    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+               + b"7\r\n" + body[:7] + b"\r\n" + b"%x\r\n" % (len(body) - 7) + body[7:] + b"\r\n0\r\n\r\n")
+
+    async def main():
+        async with Trickle([b"HTTP/1.1 100 Continue\r\n\r\n" + ok(body), chunked, ok(b"{}")]) as srv:
+            transport = Http11Transport()
+            if use_raw:
+                port = int(srv.url.rsplit(":", 1)[1])
+                wire = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+                out = [(await transport.send_raw("127.0.0.1", port, wire, timeout=5))[3] for _ in range(3)]
+            else:
+                async with httpx.AsyncClient(transport=transport) as client:
+                    out = [(await client.post(srv.url, json={})).content for _ in range(3)]
+            await transport.aclose()
+            return out, srv.connections
+
+    out, conns = run(main())
+    assert out == [body, body, b"{}"]
+    assert conns == 1  # both replies ended exactly where they should: the connection was kept
+
+
+def test_bytes_after_the_reply_make_the_connection_unusable():
+    async def main():
+        async with Scripted([ok(b"{}") + b"GARBAGE", ok(b"[]")]) as srv:
+            async with httpx.AsyncClient(transport=Http11Transport()) as client:
+                first = await client.post(srv.url, json={})
+                second = await client.post(srv.url, json={})
+            return first.content, second.content, srv.connections
+
+    first, second, conns = run(main())
+    assert (first, second) == (b"{}", b"[]")
+    assert conns == 2
+
+
+def test_a_cancelled_exchange_closes_its_connection():
+    async def main():
+        async with Scripted([None, ok(b"{}")]) as srv:
+            transport = Http11Transport()
+            port = int(srv.url.rsplit(":", 1)[1])
+            wire = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+            with pytest.raises(TimeoutError):
+                await transport.send_raw("127.0.0.1", port, wire, timeout=0.1)
+            assert not any(transport._idle.values())  # the hung connection was not put back
+            await transport.aclose()
+        return True
+
+    assert run(main())
+
+
 def test_body_until_close_and_connection_close_header():
     async def main():
         async with Scripted([b"HTTP/1.1 200 OK\r\n\r\n{\"eof\": true}", ok(b"{}")],

@@ -285,3 +285,23 @@ def test_cpu_seconds_limit_stops_a_busy_call():
     assert "CPU time limit of 1 s" in results[0].error
     assert results[1].value == "fine"
     assert time.monotonic() - started < 5
+
+
+def test_frames_grow_once_calls_are_known_to_be_fast():
+    p = SandboxPool(2)
+    try:
+        fast, slow = job(), job(source=ECHO + "\n# slow\n")
+        assert p._frame_size(fast, 14) == 1  # unknown code: small frames, evenly shared
+        assert p._frame_size(fast, 1600) == 100
+        asyncio.run(p.run(fast, [[i] for i in range(64)]))
+        assert 0 < p._call_seconds[fast.code.key] < 0.05
+        p._call_seconds[fast.code.key] = 20e-6  # an exact match: microseconds per call
+        assert p._frame_size(fast, 14) == 7  # one frame per worker, not fourteen
+        assert p._frame_size(fast, 5000) == 500  # ~10 ms of work per frame
+        p._call_seconds[slow.code.key] = 1.0  # a slow grader keeps fine-grained frames
+        assert p._frame_size(slow, 14) == 1
+        assert p._frame_size(slow, 1600) == 100
+        results = asyncio.run(p.run(fast, [[i] for i in range(14)]))
+        assert [r.value for r in results] == list(range(14))
+    finally:
+        p.close()

@@ -109,6 +109,7 @@ class ModelClient:
         self.timeout_seconds, self.max_retries = timeout_seconds, max_retries
         self._rng = rng or random.Random()
         self._routes: dict[tuple, tuple] = {}
+        self._prepared_cache: dict[int, tuple[Any, Any, _Prepared]] = {}
 
     # ---- public calls ---------------------------------------------------------------------
     async def complete(self, prompt: str, gen: dict[str, Any] | None = None) -> Completion:
@@ -117,22 +118,14 @@ class ModelClient:
         Raises `ProviderError` (status, server message; never the key) once retries are spent.
         An output still empty after ``max_empty_retries`` extra calls is returned as it is.
         """
-        g = canonical(gen)
-        timeout_s = float(g.get("timeout_seconds", self.timeout_seconds))
-        max_retries = int(g.get("max_retries", self.max_retries))
-        max_empty = int(g.get("max_empty_retries", 0))
-        if self.model.api == "chat":
-            path, parse = "/chat/completions", parse_chat
-            body = build_chat_request(self.model.name, prompt, g, is_openai=self.model.is_openai)
-        else:
-            path, parse = "/responses", parse_responses
-            body = build_responses_request(self.model.name, prompt, g, is_openai=self.model.is_openai)
+        p = self._prepared(gen)
+        payload = p.encode(prompt)
         started = time.perf_counter()
         stats = _Stats()
         empty_retries = 0
         while True:
-            reply = await self._call(path, body, parse, timeout_s, max_retries, stats)
-            if not _is_empty(reply.text) or empty_retries >= max_empty:
+            reply = await self._call(p.path, payload, p.parse, p.timeout_s, p.max_retries, stats)
+            if empty_retries >= p.max_empty or not _is_empty(reply.text):
                 break
             empty_retries += 1
             self._emit("empty_retry", {"attempt": stats.attempts, "empty_retries": empty_retries})
@@ -147,10 +140,38 @@ class ModelClient:
             rate_limit_wait_s=stats.waited,
         )
 
+    def _prepared(self, gen: dict[str, Any] | None) -> _Prepared:
+        """The settings and body encoder for `gen`, worked out once per generation dict.
+
+        A run sends thousands of prompts with the same settings: canonicalising them and
+        encoding the whole body every time showed up in profiles. The cache entry is reused
+        only while `gen` is the same object with the same contents.
+        """
+        cached = self._prepared_cache.get(id(gen))
+        if cached is not None and cached[0] is gen and cached[1] == gen:
+            return cached[2]
+        g = canonical(gen)
+        is_openai, name = self.model.is_openai, self.model.name
+        if self.model.api == "chat":
+            path, parse, build = "/chat/completions", parse_chat, build_chat_request
+        else:
+            path, parse, build = "/responses", parse_responses, build_responses_request
+        prepared = _Prepared(
+            path=path, parse=parse,
+            encode=_body_encoder(lambda prompt: build(name, prompt, g, is_openai=is_openai)),
+            timeout_s=float(g.get("timeout_seconds", self.timeout_seconds)),
+            max_retries=int(g.get("max_retries", self.max_retries)),
+            max_empty=int(g.get("max_empty_retries", 0)),
+        )
+        if len(self._prepared_cache) > 64:
+            self._prepared_cache.clear()
+        self._prepared_cache[id(gen)] = (gen, dict(gen) if isinstance(gen, dict) else gen, prepared)
+        return prepared
+
     async def embeddings(self, input: str | list[str], **params: Any) -> dict[str, Any]:
         """``POST /embeddings`` for this model (``params``: ``dimensions``, ``encoding_format``...)."""
         body = {**params, "input": input, "model": self.model.name}
-        return await self._call("/embeddings", body, _check_embeddings, self.timeout_seconds,
+        return await self._call("/embeddings", _dumps(body), _check_embeddings, self.timeout_seconds,
                                 self.max_retries, _Stats())
 
     async def responses_raw(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -166,9 +187,9 @@ class ModelClient:
         body["model"] = self.model.name
         if self.model.api == "chat":
             chat = responses_to_chat(body, self.model.name, is_openai=self.model.is_openai)
-            return await self._call("/chat/completions", chat, _chat_as_responses,
+            return await self._call("/chat/completions", _dumps(chat), _chat_as_responses,
                                     self.timeout_seconds, self.max_retries, _Stats())
-        return await self._call("/responses", body, _with_output_text, self.timeout_seconds,
+        return await self._call("/responses", _dumps(body), _with_output_text, self.timeout_seconds,
                                 self.max_retries, _Stats())
 
     async def aclose(self) -> None:
@@ -186,7 +207,7 @@ class ModelClient:
         return f"ModelClient({self.model!r})"
 
     # ---- the retry loop -------------------------------------------------------------------
-    async def _call(self, path: str, body: dict[str, Any], parse: Callable[[Any], Any],
+    async def _call(self, path: str, payload: bytes, parse: Callable[[Any], Any],
                     timeout_s: float, max_retries: int, stats: _Stats) -> Any:
         headers = self.model.request_headers()
         secrets = self.model.secrets()
@@ -202,9 +223,9 @@ class ModelClient:
             token = await self.limit.acquire() if self.limit is not None else 0
             try:
                 if head is not None:
-                    result = await self._attempt_raw(route, head, body, timeout_s, parse)
+                    result = await self._attempt_raw(route, head, payload, timeout_s, parse)
                 else:
-                    result = await self._attempt(client, url, body, headers, timeout_s, parse)
+                    result = await self._attempt(client, url, payload, headers, timeout_s, parse)
             except BaseException:  # cancelled: free the slot, say nothing about the rate
                 if self.limit is not None:
                     self.limit.release(token, "error")
@@ -234,13 +255,14 @@ class ModelClient:
             self._emit("rate_limited" if limited else "retry", info)
             await asyncio.sleep(delay)
 
-    async def _attempt(self, client: httpx.AsyncClient, url: str, body: dict[str, Any],
+    async def _attempt(self, client: httpx.AsyncClient, url: str, payload: bytes,
                        headers: dict[str, str], timeout_s: float,
                        parse: Callable[[Any], Any]) -> Any:
         """One HTTP request: the parsed reply, or a `_Failure` saying whether to retry."""
         try:
             async with asyncio.timeout(timeout_s):
-                resp = await client.post(url, json=body, headers=headers, timeout=timeout_s)
+                resp = await client.post(url, content=payload, timeout=timeout_s,
+                                         headers={"Content-Type": "application/json", **headers})
         except Exception as exc:  # noqa: BLE001 - sorted into retryable or not below
             return _failure_from(exc, timeout_s)
         return _outcome(resp.status_code, resp.reason_phrase, resp.headers, resp.content, parse)
@@ -261,12 +283,11 @@ class ModelClient:
             cached = self._routes[key] = (loop, self.pool.client(base_url), route, head)
         return cached[1], cached[2], cached[3]
 
-    async def _attempt_raw(self, route: tuple, head: bytes, body: dict[str, Any], timeout_s: float,
+    async def _attempt_raw(self, route: tuple, head: bytes, payload: bytes, timeout_s: float,
                            parse: Callable[[Any], Any]) -> Any:
         """`_attempt` for plain-``http://`` servers: the same request bytes and outcomes,
         sent through the pooled transport without httpx's per-request objects."""
         transport, host, port, _ = route
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         wire = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(payload), payload)
         try:
             status, reason, raw_headers, data = await transport.send_raw(host, port, wire, timeout=timeout_s)
@@ -278,6 +299,44 @@ class ModelClient:
     def _emit(self, kind: str, info: dict[str, Any]) -> None:
         if self.on_event is not None:
             self.on_event(kind, {"model": self.model.label, **info})
+
+
+class _Prepared(NamedTuple):
+    """What `complete` needs per generation dict: endpoint, parser, limits, body encoder."""
+
+    path: str
+    parse: Callable[[Any], Any]
+    encode: Callable[[str], bytes]
+    timeout_s: float
+    max_retries: int
+    max_empty: int
+
+
+_PROMPT_SLOT = "\x00evalnb-prompt\x00"
+
+
+def _dumps(body: Any) -> bytes:
+    """Request JSON: compact, UTF-8, not ASCII-escaped (what httpx sends for ``json=``)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _body_encoder(build: Callable[[Any], dict[str, Any]]) -> Callable[[Any], bytes]:
+    """``prompt -> _dumps(build(prompt))``, byte for byte, without encoding the settings
+    again for every prompt: the body is encoded once around a placeholder prompt and each
+    call only quotes its prompt into the gap."""
+    text = _dumps(build(_PROMPT_SLOT)).decode("utf-8")
+    slot = json.dumps(_PROMPT_SLOT, ensure_ascii=False)
+    if text.count(slot) != 1:  # pragma: no cover - the builders place the prompt exactly once
+        return lambda prompt: _dumps(build(prompt))
+    head, tail = text.split(slot)
+    quote = json.encoder.encode_basestring  # the C quoting json.dumps uses with ensure_ascii=False
+
+    def encode(prompt: Any) -> bytes:
+        if type(prompt) is not str:  # e.g. a list of input items: encode the whole body
+            return _dumps(build(prompt))
+        return f"{head}{quote(prompt)}{tail}".encode("utf-8")
+
+    return encode
 
 
 def _failure_from(exc: Exception, timeout_s: float) -> _Failure:

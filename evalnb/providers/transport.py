@@ -4,8 +4,8 @@ Why: httpx's default transport (httpcore on anyio) spends most of a local call's
 connection pool — about 0.8 ms of CPU per request, and worse with 25 calls in flight (encode/httpx
 #3215) — which caps a local vLLM or test server at a few hundred calls a second. This transport
 keeps httpx's client (URLs, headers, timeouts, exceptions, decoding) and replaces only the wire
-part for ``http://`` with asyncio streams: one write per request, a list of idle connections per
-server. ``https://`` (and anything else) goes to httpx's own transport, so TLS, certificates and
+part for ``http://`` with an asyncio protocol that parses replies as their bytes arrive: one
+write and one wake-up per request, a list of idle connections per server. ``https://`` (and anything else) goes to httpx's own transport, so TLS, certificates and
 proxies behave exactly as in httpx; remote APIs are latency-bound anyway.
 
 A request is never re-sent by the transport: a connection that dies before the reply raises
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 
@@ -33,23 +34,128 @@ class _RawRequest:
         self.method = method
 
 
-class _Conn:
-    __slots__ = ("reader", "writer", "last_used")
+class _Conn(asyncio.Protocol):
+    """One keep-alive connection as a protocol: the reply is parsed as its bytes arrive.
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        self.reader, self.writer = reader, writer
+    Why not asyncio streams: a StreamReader costs several wake-ups and buffer copies per
+    reply (``readuntil``, then ``readexactly``); here the bytes are parsed in
+    `data_received` and the caller wakes once, when the whole reply is in. One exchange at a
+    time: `exchange` writes a request and returns the future of its reply.
+    """
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
         self.last_used = 0.0
+        self._buf = bytearray()
+        self._waiter: asyncio.Future | None = None
+        self._request: Any = None
+        self._head: tuple | None = None  # (status, reason, headers, length, chunked, keep, body_start)
+        self._lost = False
 
+    # ---- asyncio.Protocol ----------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiter is None or self._waiter.done():
+            self._lost = True  # bytes nobody asked for: this connection cannot be trusted again
+            self.close()
+            return
+        self._buf += data
+        try:
+            self._parse(eof=False)
+        except httpx.RemoteProtocolError as exc:
+            self._fail(exc)
+
+    def eof_received(self) -> bool:
+        self._lost = True
+        self._finish_at_eof()
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        if exc is not None and self._waiter is not None and not self._waiter.done():
+            self._fail(httpx.ReadError(f"reading the reply failed: {exc}", request=self._request))
+        self._finish_at_eof()
+
+    # ---- use --------------------------------------------------------------------------------
     def usable(self, now: float, expiry: float) -> bool:
-        return (not self.reader.at_eof() and not self.writer.transport.is_closing()
+        t = self.transport
+        return (not self._lost and t is not None and not t.is_closing()
                 and now - self.last_used < expiry)
 
+    def exchange(self, wire: bytes, request: Any) -> asyncio.Future:
+        """Send one request; the future gives (status, reason, headers, body, keep-alive)."""
+        assert self.transport is not None
+        self._buf.clear()
+        self._head = None
+        self._request = request
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            self.transport.write(wire)
+        except (OSError, RuntimeError) as exc:
+            self._fail(httpx.WriteError(f"sending the request failed: {exc}", request=request))
+        return self._waiter
+
     def close(self) -> None:
-        self.writer.close()
+        if self.transport is not None:
+            self.transport.close()
+
+    # ---- parsing ----------------------------------------------------------------------------
+    def _fail(self, exc: Exception) -> None:
+        self._lost = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(exc)
+        self.close()
+
+    def _done(self, data: bytes, keep: bool) -> None:
+        status, reason, headers = self._head[:3]  # type: ignore[index]
+        self._head = None
+        self._buf.clear()
+        if not keep:
+            self._lost = True
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result((status, reason, headers, data, keep))
+
+    def _finish_at_eof(self) -> None:
+        if self._waiter is None or self._waiter.done():
+            return
+        if self._head is not None and self._head[3] is None and not self._head[4]:
+            self._done(bytes(self._buf[self._head[6]:]), False)  # the body ran to the end
+            return
+        msg = ("Server disconnected without sending a response." if not self._buf
+               else "Server disconnected in the middle of the response.")
+        self._fail(httpx.RemoteProtocolError(msg, request=self._request))
+
+    def _parse(self, *, eof: bool) -> None:
+        buf = self._buf
+        while self._head is None:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buf) > _HEAD_LIMIT:
+                    raise httpx.RemoteProtocolError("reply head too long", request=self._request)
+                return
+            head = _parse_head(bytes(buf[:end]), self._request)
+            if head is None:  # 100 Continue and other interim replies are skipped
+                del buf[:end + 4]
+                continue
+            self._head = (*head, end + 4)
+        status, _, _, length, chunked, keep, start = self._head
+        if getattr(self._request, "method", "POST") == "HEAD" or status in (204, 304):
+            self._done(b"", keep and len(buf) == start)
+        elif chunked:
+            found = _parse_chunked(buf, start, self._request)
+            if found is not None:
+                data, stop = found
+                self._done(data, keep and stop == len(buf))
+        elif length is not None:
+            if len(buf) - start >= length:
+                self._done(bytes(buf[start:start + length]), keep and len(buf) - start == length)
 
 
 class Http11Transport(httpx.AsyncBaseTransport):
-    """HTTP/1.1 over asyncio streams for ``http://``; other schemes go to `fallback`."""
+    """HTTP/1.1 over asyncio protocols for ``http://``; other schemes go to `fallback`."""
 
     def __init__(self, *, max_connections: int = 32, keepalive_expiry: float = 30.0,
                  fallback: httpx.AsyncBaseTransport | None = None):
@@ -72,17 +178,7 @@ class Http11Transport(httpx.AsyncBaseTransport):
         async with self._slot(timeouts.get("pool"), request):
             key = (request.url.host, request.url.port or 80)
             conn = self._checkout(key) or await self._connect(key, timeouts.get("connect"), request)
-            try:
-                status, reason, headers, data, keep = await self._exchange(
-                    conn, wire, request, timeouts.get("write"), timeouts.get("read"))
-            except BaseException:
-                conn.close()
-                raise
-            if keep:
-                conn.last_used = asyncio.get_running_loop().time()
-                self._idle.setdefault(key, []).append(conn)
-            else:
-                conn.close()
+            status, reason, headers, data = await self._exchange(key, conn, wire, request, timeouts.get("read"))
         return httpx.Response(status, headers=headers, stream=httpx.ByteStream(data),
                               extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason})
 
@@ -104,21 +200,10 @@ class Http11Transport(httpx.AsyncBaseTransport):
         async with asyncio.timeout(timeout):
             await self._slots.acquire()
             try:
-                conn = self._checkout(key) or await self._connect(key, None, request)  # type: ignore[arg-type]
-                try:
-                    status, reason, headers, data, keep = await self._exchange(
-                        conn, wire, request, None, None)  # type: ignore[arg-type]
-                except BaseException:
-                    conn.close()
-                    raise
+                conn = self._checkout(key) or await self._connect(key, None, request)
+                return await self._exchange(key, conn, wire, request, None)
             finally:
                 self._slots.release()
-        if keep:
-            conn.last_used = asyncio.get_running_loop().time()
-            self._idle.setdefault(key, []).append(conn)
-        else:
-            conn.close()
-        return status, reason, headers, data
 
     @contextlib.asynccontextmanager
     async def _slot(self, timeout: float | None, request: httpx.Request) -> AsyncIterator[None]:
@@ -135,6 +220,8 @@ class Http11Transport(httpx.AsyncBaseTransport):
 
     def _checkout(self, key: tuple[str, int]) -> _Conn | None:
         idle = self._idle.get(key)
+        if not idle:
+            return None
         now = asyncio.get_running_loop().time()
         while idle:
             conn = idle.pop()
@@ -143,45 +230,40 @@ class Http11Transport(httpx.AsyncBaseTransport):
             conn.close()
         return None
 
-    async def _connect(self, key: tuple[str, int], timeout: float | None,
-                       request: httpx.Request) -> _Conn:
+    async def _connect(self, key: tuple[str, int], timeout: float | None, request: Any) -> _Conn:
+        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_connection(key[0], key[1], limit=_HEAD_LIMIT)
+                _, conn = await loop.create_connection(_Conn, key[0], key[1])
         except TimeoutError:
             raise httpx.ConnectTimeout(f"connecting to {key[0]}:{key[1]} timed out",
                                        request=request) from None
         except OSError as exc:
             raise httpx.ConnectError(f"cannot connect to {key[0]}:{key[1]}: {exc}",
                                      request=request) from None
-        return _Conn(reader, writer)
+        return conn
 
-    async def _exchange(self, conn: _Conn, wire: bytes, request: httpx.Request,
-                        write_timeout: float | None, read_timeout: float | None
-                        ) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes, bool]:
+    async def _exchange(self, key: tuple[str, int], conn: _Conn, wire: bytes, request: Any,
+                        read_timeout: float | None) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
+        """Send on `conn`, wait for the reply, and put the connection back if it stays open."""
         try:
-            conn.writer.write(wire)
-            if conn.writer.transport.get_write_buffer_size() > _HEAD_LIMIT:
-                async with asyncio.timeout(write_timeout):
-                    await conn.writer.drain()
-        except TimeoutError:
-            raise httpx.WriteTimeout("sending the request timed out", request=request) from None
-        except OSError as exc:
-            raise httpx.WriteError(f"sending the request failed: {exc}", request=request) from None
-        try:
-            async with asyncio.timeout(read_timeout):
-                return await _read_response(conn.reader, request)
-        except TimeoutError:
-            raise httpx.ReadTimeout("waiting for the reply timed out", request=request) from None
-        except asyncio.IncompleteReadError as exc:
-            msg = ("Server disconnected without sending a response." if not exc.partial
-                   else "Server disconnected in the middle of the response.")
-            raise httpx.RemoteProtocolError(msg, request=request) from None
-        except asyncio.LimitOverrunError:
-            raise httpx.RemoteProtocolError("reply head or chunk line too long",
-                                            request=request) from None
-        except OSError as exc:
-            raise httpx.ReadError(f"reading the reply failed: {exc}", request=request) from None
+            if read_timeout is None:
+                status, reason, headers, data, keep = await conn.exchange(wire, request)
+            else:
+                try:
+                    async with asyncio.timeout(read_timeout):
+                        status, reason, headers, data, keep = await conn.exchange(wire, request)
+                except TimeoutError:
+                    raise httpx.ReadTimeout("waiting for the reply timed out", request=request) from None
+        except BaseException:
+            conn.close()  # cancelled or failed mid-exchange: the connection's state is unknown
+            raise
+        if keep:
+            conn.last_used = asyncio.get_running_loop().time()
+            self._idle.setdefault(key, []).append(conn)
+        else:
+            conn.close()
+        return status, reason, headers, data
 
     async def aclose(self) -> None:
         for conns in self._idle.values():
@@ -213,19 +295,17 @@ def _encode(request: httpx.Request, body: bytes) -> bytes:
     return b"".join(parts)
 
 
-async def _read_response(reader: asyncio.StreamReader, request: httpx.Request
-                         ) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes, bool]:
-    while True:
-        head = await reader.readuntil(b"\r\n\r\n")
-        lines = head[:-4].split(b"\r\n")
-        try:
-            version, code, *rest = lines[0].split(b" ", 2)
-            status = int(code)
-        except ValueError:
-            raise httpx.RemoteProtocolError(f"bad status line {lines[0][:80]!r}",
-                                            request=request) from None
-        if status >= 200 or status == 101:
-            break  # 100 Continue and other interim replies are skipped
+def _parse_head(head: bytes, request: Any) -> tuple | None:
+    """(status, reason, headers, content length, chunked, keep-alive) of a reply head, or
+    None for an interim (1xx) reply."""
+    lines = head.split(b"\r\n")
+    try:
+        version, code, *rest = lines[0].split(b" ", 2)
+        status = int(code)
+    except ValueError:
+        raise httpx.RemoteProtocolError(f"bad status line {lines[0][:80]!r}", request=request) from None
+    if status < 200 and status != 101:
+        return None
     reason = rest[0] if rest else b""
     headers: list[tuple[bytes, bytes]] = []
     length: int | None = None
@@ -248,28 +328,37 @@ async def _read_response(reader: asyncio.StreamReader, request: httpx.Request
             conn_header = value.lower()
         headers.append((name, value))
     keep = conn_header != b"close" if version == b"HTTP/1.1" else conn_header == b"keep-alive"
-    if request.method == "HEAD" or status in (204, 304):
-        data = b""
-    elif chunked:
-        data = await _read_chunked(reader)
-    elif length is not None:
-        data = await reader.readexactly(length)
-    else:
-        data, keep = await reader.read(), False  # body runs to the end of the connection
-    return status, reason, headers, data, keep
+    if length is None and not chunked:
+        keep = False  # the body runs to the end of the connection
+    return status, reason, headers, length, chunked, keep
 
 
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+def _parse_chunked(buf: bytearray, pos: int, request: Any) -> tuple[bytes, int] | None:
+    """A chunked body starting at `pos`: (body, end position) once it is all in, else None."""
     parts = []
     while True:
-        line = await reader.readuntil(b"\r\n")
+        eol = buf.find(b"\r\n", pos)
+        if eol < 0:
+            if len(buf) - pos > _HEAD_LIMIT:
+                raise httpx.RemoteProtocolError("reply head or chunk line too long", request=request)
+            return None
+        line = bytes(buf[pos:eol])
         try:
             size = int(line.split(b";", 1)[0].strip(), 16)
+            if size < 0:
+                raise ValueError(size)
         except ValueError:
-            raise httpx.RemoteProtocolError(f"bad chunk size {line[:40]!r}") from None
+            raise httpx.RemoteProtocolError(f"bad chunk size {line[:40]!r}", request=request) from None
+        pos = eol + 2
         if size == 0:
-            while await reader.readuntil(b"\r\n") != b"\r\n":  # trailers, if any
-                pass
-            return b"".join(parts)
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
+            while True:  # trailers, if any, up to an empty line
+                eol = buf.find(b"\r\n", pos)
+                if eol < 0:
+                    return None
+                if eol == pos:
+                    return b"".join(parts), eol + 2
+                pos = eol + 2
+        if len(buf) < pos + size + 2:
+            return None
+        parts.append(bytes(buf[pos:pos + size]))
+        pos += size + 2
