@@ -10,6 +10,7 @@ model call, and an identical earlier run's graded samples are copied whole.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ class RunEngine(GradingPipeline):
         from evalnb.store import Store
 
         plan = self.plan
-        _preload_result_libraries()
+        self._calls_started = _preload_result_libraries()
         store = self.store = self._store or Store()
         self._loop = asyncio.get_running_loop()
         self._open_run()
@@ -153,6 +154,7 @@ class RunEngine(GradingPipeline):
             loop.call_soon_threadsafe(self._stop.set)
 
     async def _shutdown(self, ticker: asyncio.Future, warm: asyncio.Future, status: str, error: str | None) -> None:
+        self._calls_started.set()
         for mp in self.progress.models.values():
             mp.in_flight = 0  # cancelled calls are not in flight any more
         for t in list(self._grading):
@@ -317,6 +319,7 @@ class RunEngine(GradingPipeline):
                 self._finish_generation(unit, hit, reused=True)
         del todo, cached
         self._check_aggregates()  # tasks whose samples were all finished before this run
+        self._calls_started.set()
         dispatcher = asyncio.ensure_future(self._dispatch_grading())
         workers = [asyncio.ensure_future(self._generate(calls)) for _ in range(min(plan.concurrency, max(len(calls), 1)))]
         stopper = asyncio.ensure_future(self._stop.wait())
@@ -480,24 +483,29 @@ def _fingerprint(prompt: Any, target: Any, row: Any) -> str:
     return json.dumps([prompt, target, row], sort_keys=True, default=str)
 
 
-def _preload_result_libraries() -> None:
-    """Import httpx and pandas in a background thread while the run prepares and calls wait.
+def _preload_result_libraries() -> threading.Event:
+    """Import httpx now and pandas once calls are going, in a background thread.
 
-    Model calls mostly wait on the network, so pandas' ~0.3 s import (for RunResult's frames)
-    costs nothing there instead of being paid after the last call; httpx loads while tasks'
-    rows are read and the sandbox starts.
+    httpx loads while tasks' rows are read and the sandbox starts. pandas (~0.3 s, for
+    RunResult's frames) waits for the returned event, set when the first calls go out: model
+    calls mostly wait on the network, so the import costs nothing there, instead of slowing
+    the run's preparation (the same interpreter lock) or being paid after the last call.
     """
     import sys
-    import threading
 
+    go = threading.Event()
     if "pandas" in sys.modules:
-        return
+        go.set()
+        return go
 
     def load() -> None:
         try:
             import evalnb.providers.client  # noqa: F401 - httpx, needed first
+
+            go.wait(30)
             import pandas  # noqa: F401
         except ImportError:  # pragma: no cover - both are dependencies
             pass
 
     threading.Thread(target=load, name="evalnb-preload", daemon=True).start()
+    return go

@@ -872,3 +872,19 @@ def test_request_key_function_gives_the_same_keys_as_request_key(prompt):
     fast = request_key_function("m", "http://h/v1/", "chat", gen)
     assert fast(prompt) == request_key("m", "http://h/v1", "chat", prompt, gen)
     assert fast(prompt) != request_key("m", "http://h/v1", "responses", prompt, gen)
+
+
+def test_recorded_package_versions_match_importlib_metadata():
+    from importlib.metadata import PackageNotFoundError, version
+
+    from evalnb.store._runs import _PACKAGES, package_versions
+
+    found = package_versions()
+    for name in _PACKAGES:
+        try:
+            expected = version(name)
+        except PackageNotFoundError:
+            assert name not in found
+        else:
+            assert found[name] == expected, name
+    assert found["python"].count(".") == 2

@@ -6,6 +6,7 @@ exist and who is running them" is its own job, with its own rules on status and 
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import sqlite3
@@ -87,11 +88,34 @@ def package_versions() -> dict[str, str]:
         "sqlite": sqlite3.sqlite_version,
         "platform": f"{sys.platform}-{platform.machine()}",
     }
+    listed = _dist_info_versions()
     for name in _PACKAGES:
+        if name in listed:
+            found[name] = listed[name]
+            continue
         try:
             found[name] = version(name)
         except PackageNotFoundError:
             continue
+    return found
+
+
+def _dist_info_versions() -> dict[str, str]:
+    """Versions read off the ``<name>-<version>.dist-info`` folder names on sys.path.
+
+    One directory listing per path entry instead of `importlib.metadata`'s search per
+    package (~3 ms each, on every run's start); the first entry for a name wins, as in imports.
+    """
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for folder in names:
+            if folder.endswith(".dist-info") and folder.count("-") == 1:
+                name, version = folder[: -len(".dist-info")].split("-")
+                found.setdefault(re.sub(r"[-_.]+", "_", name).lower().replace("_", "-"), version)
     return found
 
 
