@@ -888,3 +888,21 @@ def test_recorded_package_versions_match_importlib_metadata():
         else:
             assert found[name] == expected, name
     assert found["python"].count(".") == 2
+
+
+def test_multi_row_writes_keep_order_duplicates_and_every_row(store):
+    # write_ops sends rows as multi-row statements of up to _MAX_ROWS: the result must be what
+    # one statement per row gives, including a key written twice in one batch (last wins)
+    from evalnb.store._codec import _MAX_ROWS
+
+    run_id = make_run(store)
+    n = 2 * _MAX_ROWS + 7
+    batch = [sample(i, output_text=f"first {i}") for i in range(n)]
+    batch += [sample(3, output_text="second 3", status="failed"), sample(n - 1, output_text="second last")]
+    assert store.write_samples(batch, run_id=run_id) == len(batch)
+    rows = {s["sample_index"]: s for s in store.samples(run_id)}
+    assert len(rows) == n
+    assert rows[0]["output_text"] == "first 0" and rows[_MAX_ROWS]["output_text"] == f"first {_MAX_ROWS}"
+    assert rows[3]["output_text"] == "second 3" and rows[3]["status"] == "failed"
+    assert rows[n - 1]["output_text"] == "second last"
+    assert rows[5]["prompt"] == batch[5]["prompt"]  # the deduplicated texts arrived too

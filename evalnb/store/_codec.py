@@ -274,15 +274,53 @@ def write_ops(conn: sqlite3.Connection, ops: Iterable[Op]) -> int:
     conn.execute("BEGIN IMMEDIATE")
     try:
         if texts:
-            conn.executemany(_TEXT_SQL, texts.items())
+            _insert_rows(conn, _TEXT_SQL, list(texts.items()))
         for sql, group in groupby(ops, key=lambda op: op.sql):
-            conn.executemany(sql, [op.params for op in group])
+            _insert_rows(conn, sql, [op.params for op in group])
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
     return len(ops)
+
+
+# Variables one statement may bind (SQLITE_MAX_VARIABLE_NUMBER: 32766 since 3.32, 999 before).
+_MAX_VARIABLES = 32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+_MAX_ROWS = 500
+
+
+def _insert_rows(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """`executemany(sql, rows)` as multi-row ``VALUES (...), (...)`` statements.
+
+    Same rows, same order, same conflict handling (SQLite applies the rows of one statement
+    one after another). Why: `executemany` releases and retakes the GIL around every row, and
+    while the run's event loop keeps the GIL busy each retake can wait the 5 ms switch
+    interval, so the writer thread fell far behind; one statement per few hundred rows
+    retakes it once.
+    """
+    head, values, tail = _split_values(sql)
+    width = values.count("?")
+    per = max(1, min(_MAX_ROWS, _MAX_VARIABLES // max(width, 1)))
+    for start in range(0, len(rows), per):
+        chunk = rows[start:start + per]
+        if len(chunk) == 1:
+            conn.execute(sql, chunk[0])
+            continue
+        conn.execute(_multi_row_sql(head, values, tail, len(chunk)), [v for row in chunk for v in row])
+
+
+@lru_cache(maxsize=64)
+def _split_values(sql: str) -> tuple[str, str, str]:
+    """``INSERT ... VALUES (?, ?) rest`` -> (``INSERT ... VALUES ``, ``(?, ?)``, `` rest``)."""
+    start = sql.index(" VALUES (") + len(" VALUES ")
+    end = sql.index(")", start) + 1
+    return sql[:start], sql[start:end], sql[end:]
+
+
+@lru_cache(maxsize=256)
+def _multi_row_sql(head: str, values: str, tail: str, n: int) -> str:
+    return head + ", ".join([values] * n) + tail
 
 
 SAMPLE_SELECT = (
