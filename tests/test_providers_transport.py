@@ -47,14 +47,17 @@ class Scripted:
                 reply = self.replies.pop(0)
                 if reply is None:  # hang: never answer
                     await asyncio.sleep(10)
-                writer.write(reply)
-                await writer.drain()
+                await self._send(writer, reply)
                 if self.close_after:
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
             writer.close()
+
+    async def _send(self, writer, reply: bytes) -> None:
+        writer.write(reply)
+        await writer.drain()
 
 
 def ok(body: bytes, extra: bytes = b"") -> bytes:
@@ -101,25 +104,11 @@ def test_chunked_reply_with_trailers():
 class Trickle(Scripted):
     """Sends each reply a few bytes at a time, so it is parsed across many reads."""
 
-    async def _handle(self, reader, writer):
-        self.connections += 1
-        try:
-            while self.replies:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":")[1])
-                self.requests.append(head + await reader.readexactly(length))
-                reply = self.replies.pop(0)
-                for i in range(0, len(reply), 3):
-                    writer.write(reply[i:i + 3])
-                    await writer.drain()
-                    await asyncio.sleep(0)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+    async def _send(self, writer, reply: bytes) -> None:
+        for i in range(0, len(reply), 3):
+            writer.write(reply[i:i + 3])
+            await writer.drain()
+            await asyncio.sleep(0)
 
 
 @pytest.mark.parametrize("use_raw", [False, True])

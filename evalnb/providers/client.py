@@ -7,6 +7,7 @@ JSON); this module is the loop that applies it to real HTTP calls.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import random
 import re
@@ -165,7 +166,8 @@ class ModelClient:
         )
         if len(self._prepared_cache) > 64:
             self._prepared_cache.clear()
-        self._prepared_cache[id(gen)] = (gen, dict(gen) if isinstance(gen, dict) else gen, prepared)
+        # a deep copy: an edit inside a nested value (a stop list) must not go unnoticed
+        self._prepared_cache[id(gen)] = (gen, copy.deepcopy(gen), prepared)
         return prepared
 
     async def embeddings(self, input: str | list[str], **params: Any) -> dict[str, Any]:

@@ -63,7 +63,7 @@ class _Conn(asyncio.Protocol):
             return
         self._buf += data
         try:
-            self._parse(eof=False)
+            self._parse()
         except httpx.RemoteProtocolError as exc:
             self._fail(exc)
 
@@ -128,7 +128,7 @@ class _Conn(asyncio.Protocol):
                else "Server disconnected in the middle of the response.")
         self._fail(httpx.RemoteProtocolError(msg, request=self._request))
 
-    def _parse(self, *, eof: bool) -> None:
+    def _parse(self) -> None:
         buf = self._buf
         while self._head is None:
             end = buf.find(b"\r\n\r\n")

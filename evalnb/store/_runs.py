@@ -115,7 +115,7 @@ def _dist_info_versions() -> dict[str, str]:
         for folder in names:
             if folder.endswith(".dist-info") and folder.count("-") == 1:
                 name, version = folder[: -len(".dist-info")].split("-")
-                found.setdefault(re.sub(r"[-_.]+", "_", name).lower().replace("_", "-"), version)
+                found.setdefault(re.sub(r"[-_.]+", "-", name).lower(), version)
     return found
 
 
