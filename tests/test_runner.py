@@ -710,51 +710,37 @@ def test_an_unknown_progress_mode_is_refused_before_any_call(make_suite, model_s
     assert len(evalnb.runs()) == 0
 
 
+def _child_pids() -> set[int]:
+    import os
 
-_NO_LEFTOVER_WORKERS = """
-import json, os, sys, time
-import evalnb
-from evalnb.errors import EvalnbError
-from evalnb.store import Store
-
-def children():
     found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
             if int(fields[1]) == os.getpid() and fields[0] != "Z":
                 found.add(int(entry))
     return found
 
-suite = evalnb.Suite.from_dict(json.loads(sys.argv[1]), base_dir=sys.argv[2])
-store = Store(os.path.join(sys.argv[2], "store.sqlite"))
-store.close()  # every write now fails: the run cannot even be recorded
-try:
-    evalnb.run(suite, [evalnb.Model("m", base_url="http://127.0.0.1:9/v1")], progress=False, store=store)
-except EvalnbError as exc:
-    error = str(exc)
-deadline = time.monotonic() + 5
-while children() and time.monotonic() < deadline:
-    time.sleep(0.05)
-print(json.dumps({"error": error, "children": sorted(children())}))
-"""
 
+def test_a_store_that_cannot_open_the_run_fails_it_and_leaves_no_sandbox_workers(make_suite, model_server):
+    import time
 
-def test_a_store_that_cannot_open_the_run_fails_it_and_leaves_no_sandbox_workers(tmp_path):
-    # In a process of its own, so only this run's sandbox workers can be its children.
-    import json
-    import subprocess
+    from evalnb.errors import EvalnbError
+    from evalnb.store import Store
 
-    from helpers.runner_kit import manifest
-
-    data = tmp_path / "data"
-    spec = manifest(data, {"t": rows(3)})
-    out = subprocess.run([sys.executable, "-c", _NO_LEFTOVER_WORKERS, json.dumps(spec), str(data)],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    assert "closed" in report["error"]
-    assert report["children"] == []  # the workers started early were stopped
+    server = model_server()
+    store = Store()
+    store.close()  # every write now fails: the run cannot even be recorded
+    before = _child_pids()
+    with pytest.raises(EvalnbError, match="closed"):
+        evalnb.run(make_suite({"t": rows(3)}), [Model("good", base_url=server.base_url)],
+                   progress=False, store=store)
+    deadline = time.monotonic() + 5
+    while _child_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _child_pids() - before  # the workers started early were stopped
+    assert server.request_count == 0
