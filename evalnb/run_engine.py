@@ -89,7 +89,6 @@ class RunEngine(GradingPipeline):
             self._loop = asyncio.get_running_loop()
             self._open_run()
         except BaseException:
-            self._calls_started.set()
             warm.cancel()
             await asyncio.gather(warm, return_exceptions=True)
             await self.pool.aclose()
