@@ -79,21 +79,12 @@ class RunEngine(GradingPipeline):
 
         plan = self.plan
         self._calls_started = _preload_result_libraries()
-        # Sandbox workers start first: the grader check waits for one, and starting it is
-        # the slowest step before the first call (another process; it overlaps what follows).
+        store = self.store = self._store or Store()
+        self._loop = asyncio.get_running_loop()
+        self._open_run()
+        self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
         self.pool = SandboxPool(plan.grader_concurrency)
         warm = asyncio.ensure_future(self.pool.warm())
-        await asyncio.sleep(0)  # let the warm-up hand the worker starts to its threads
-        try:
-            store = self.store = self._store or Store()
-            self._loop = asyncio.get_running_loop()
-            self._open_run()
-        except BaseException:
-            warm.cancel()
-            await asyncio.gather(warm, return_exceptions=True)
-            await self.pool.aclose()
-            raise
-        self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
         self.writer = store.writer(self.run_id)
         ticker = asyncio.ensure_future(self._tick())
         status, error = "completed", None

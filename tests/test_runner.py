@@ -708,39 +708,3 @@ def test_an_unknown_progress_mode_is_refused_before_any_call(make_suite, model_s
         evalnb.run(make_suite({"t": rows(2)}), [Model("good", base_url=server.base_url)], progress="bars")
     assert server.request_count == 0
     assert len(evalnb.runs()) == 0
-
-
-def _child_pids() -> set[int]:
-    import os
-
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid() and fields[0] != "Z":
-                found.add(int(entry))
-    return found
-
-
-def test_a_store_that_cannot_open_the_run_fails_it_and_leaves_no_sandbox_workers(make_suite, model_server):
-    import time
-
-    from evalnb.errors import EvalnbError
-    from evalnb.store import Store
-
-    server = model_server()
-    store = Store()
-    store.close()  # every write now fails: the run cannot even be recorded
-    before = _child_pids()
-    with pytest.raises(EvalnbError, match="closed"):
-        evalnb.run(make_suite({"t": rows(3)}), [Model("good", base_url=server.base_url)],
-                   progress=False, store=store)
-    deadline = time.monotonic() + 5
-    while _child_pids() - before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _child_pids() - before  # the workers started early were stopped
-    assert server.request_count == 0
