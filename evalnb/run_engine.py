@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalnb._gc import fewer_collections
+from evalnb._gc import fewer_collections, freeze_at_exit
 from evalnb.progress import RunProgress, make_display
 from evalnb.run_grading import GradingPipeline
 from evalnb.run_plan import RunPlan, model_record
@@ -69,6 +69,7 @@ class RunEngine(GradingPipeline):
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def execute(self) -> "RunResult":
+        freeze_at_exit()
         with fewer_collections():  # see _gc.py: ~10% of a fast run's CPU otherwise
             return await self._execute()
 

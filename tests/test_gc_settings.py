@@ -71,3 +71,63 @@ def test_gc_paused_keeps_a_disabled_collector_disabled():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# ---- freeze_at_exit: a process that ran evalnb skips the shutdown collections -----------------
+_EXIT_PROBE = """
+import atexit, gc, sys
+# registered first, so it runs after evalnb's hook (atexit is last-in, first-out)
+atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count(), flush=True))
+import evalnb._gc as g
+before = atexit._ncallbacks()
+g.freeze_at_exit()
+g.freeze_at_exit()  # once per process
+print("hooks added:", atexit._ncallbacks() - before, flush=True)
+"""
+
+_RUN_PROBE = """
+import atexit, gc, json, sys
+from pathlib import Path
+atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count(), flush=True))
+import evalnb
+from evalnb.testing import LocalModelServer
+folder = Path(sys.argv[1])
+(folder / "rows.jsonl").write_text("".join(json.dumps({"q": str(i), "a": str(i)}) + "\\n" for i in range(5)))
+suite = evalnb.Suite.from_dict({"tasks": [{"id": "t", "type": "qa",
+    "dataset": {"path": str(folder / "rows.jsonl"), "format": "jsonl"},
+    "prompt_template": "{{q}}", "target_template": "{{a}}", "metrics": [{"id": "exact_match"}],
+    "grader": {"metric_id": "exact_match", "source": "def grade(sample, item):\\n    return float(sample['extracted_output'] == item['target'])\\n"}}]})
+with LocalModelServer(lambda request: "3") as server:
+    result = evalnb.run(suite, [evalnb.Model("m", base_url=server.base_url, api="chat")], progress=False)
+print("accuracy:", float(result.metrics["mean"].iloc[0]), flush=True)
+"""
+
+
+def _probe(code: str, *args: str, **env: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_freeze_at_exit_registers_once_and_freezes_the_heap_at_exit():
+    out = _probe(_EXIT_PROBE)
+    assert "hooks added: 1" in out
+    frozen = int(out.split("frozen at exit:")[1].split()[0])
+    assert frozen > 1000  # the interpreter's own heap at least
+
+
+def test_freeze_at_exit_can_be_turned_off():
+    out = _probe(_EXIT_PROBE, EVALNB_FAST_EXIT="0")
+    assert "hooks added: 0" in out
+    assert "frozen at exit: 0" in out
+
+
+def test_a_run_leaves_the_exit_freeze_in_place(tmp_path):
+    out = _probe(_RUN_PROBE, str(tmp_path), EVALNB_HOME=str(tmp_path / "home"))
+    assert "accuracy: 0.2" in out  # the run really ran: one of five rows answers "3"
+    assert int(out.split("frozen at exit:")[1].split()[0]) > 1000
