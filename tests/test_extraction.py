@@ -546,3 +546,20 @@ ALL_SPECS: list[Any] = [
 def test_odd_inputs_never_raise(spec, text):
     result = extract_output(text, spec)
     assert result is None or isinstance(result, str)
+
+
+def test_plain_text_extraction_does_not_load_the_regex_module_until_a_pattern_is_needed():
+    # every run imports this module; `regex` and its patterns load on first use (~15 ms)
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from evalnb.extraction import clean_output, extract_output\n"
+        "assert extract_output('  42 ', None) == '42' and 'regex' not in sys.modules\n"
+        "assert clean_output('<think>x</think> 7') == '7' and 'regex' in sys.modules\n"
+        "assert extract_output('so 3/4', {'type': 'number'}) == '3/4'\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "ok", done.stderr

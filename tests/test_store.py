@@ -877,10 +877,14 @@ def test_request_key_function_gives_the_same_keys_as_request_key(prompt):
 def test_recorded_package_versions_match_importlib_metadata():
     from importlib.metadata import PackageNotFoundError, version
 
-    from evalnb.store._runs import _PACKAGES, package_versions
+    from evalnb.store._runs import _PACKAGES, _dist_info_versions, package_versions
 
     found = package_versions()
+    listed = _dist_info_versions()  # the fast path: folder names, no metadata files read
+    assert {"evalnb", "pydantic", "httpx", "pandas"} <= set(listed)
     for name in _PACKAGES:
+        if name in listed:
+            assert listed[name] == version(name), name
         try:
             expected = version(name)
         except PackageNotFoundError:

@@ -81,8 +81,6 @@ def error_text(error: Any) -> str | None:
 @lru_cache(maxsize=1)
 def package_versions() -> dict[str, str]:
     """Versions that can change results, recorded on every run for reproducibility."""
-    from importlib.metadata import PackageNotFoundError, version
-
     found: dict[str, str] = {
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
@@ -93,6 +91,8 @@ def package_versions() -> dict[str, str]:
         if name in listed:
             found[name] = listed[name]
             continue
+        from importlib.metadata import PackageNotFoundError, version
+
         try:
             found[name] = version(name)
         except PackageNotFoundError:
@@ -113,8 +113,9 @@ def _dist_info_versions() -> dict[str, str]:
         except OSError:
             continue
         for folder in names:
-            if folder.endswith(".dist-info") and folder.count("-") == 1:
-                name, version = folder[: -len(".dist-info")].split("-")
+            stem = folder[: -len(".dist-info")] if folder.endswith(".dist-info") else ""
+            if stem.count("-") == 1:  # wheel rule: the name's own dashes are underscores
+                name, version = stem.split("-")
                 found.setdefault(re.sub(r"[-_.]+", "-", name).lower(), version)
     return found
 
