@@ -84,6 +84,17 @@ def _error_message(error: Any) -> str | None:
     return json.dumps(error, ensure_ascii=False)
 
 
+def _columns(samples: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Sample dicts as the columns `Store.sample_columns` gives (missing fields are None)."""
+    from evalnb.store import SAMPLE_FIELDS
+
+    columns: dict[str, list[Any]] = {f: [] for f in SAMPLE_FIELDS}
+    for s in samples:
+        for field, values in columns.items():
+            values.append(s.get(field))
+    return columns
+
+
 def _tokens(usage: Any, *names: str) -> Any:
     if isinstance(usage, Mapping):
         for name in names:
@@ -235,28 +246,23 @@ class RunResult:
         """(samples frame, metric id -> column) built in one pass over the samples."""
         import pandas as pd
 
-        source = self._sample_source
-        if source is None:
+        if self._sample_source is not None:
+            cols = _columns(self._sample_source)
+        else:
             assert self._store is not None
-            source = self._store.iter_samples(self._run_id)
-        data: dict[str, list[Any]] = {c: [] for c in SAMPLE_COLUMNS}
-        score_dicts: list[Mapping[str, Any]] = []
-        keys_by_task: dict[str, dict[str, None]] = {}
+            cols = self._store.sample_columns(self._run_id)
+        data: dict[str, list[Any]] = {c: cols[c] for c in SAMPLE_COLUMNS if c in cols}
         prompts: dict[str, str] = {}  # every model of an item shares one prompt string: keep one copy
-        for s in source:
-            for c in ("task_id", "model", "sample_index", "status", "target", "output_text",
-                      "extracted_output", "latency_s", "response_id", "judge", "dataset_row"):
-                data[c].append(s.get(c))
-            prompt = s.get("prompt")
-            data["prompt"].append(prompts.setdefault(prompt, prompt) if isinstance(prompt, str) else prompt)
-            data["error"].append(_error_message(s.get("error")))
-            usage = s.get("usage")
-            data["input_tokens"].append(_tokens(usage, "input_tokens", "prompt_tokens"))
-            data["output_tokens"].append(_tokens(usage, "output_tokens", "completion_tokens"))
-            scores = s.get("scores") if isinstance(s.get("scores"), Mapping) else {}
-            score_dicts.append(scores)
+        data["prompt"] = [prompts.setdefault(p, p) if isinstance(p, str) else p for p in cols["prompt"]]
+        data["error"] = [None if e is None else _error_message(e) for e in cols["error"]]
+        usages = cols["usage"]
+        data["input_tokens"] = [None if u is None else _tokens(u, "input_tokens", "prompt_tokens") for u in usages]
+        data["output_tokens"] = [None if u is None else _tokens(u, "output_tokens", "completion_tokens") for u in usages]
+        score_dicts: list[Mapping[str, Any]] = [sc if isinstance(sc, Mapping) else {} for sc in cols["scores"]]
+        keys_by_task: dict[str, dict[str, None]] = {}
+        for task_id, scores in zip(cols["task_id"], score_dicts):
             if scores:
-                keys_by_task.setdefault(s.get("task_id"), {}).update(dict.fromkeys(scores))
+                keys_by_task.setdefault(task_id, {}).update(dict.fromkeys(scores))
         self._score_keys = {t: list(k) for t, k in keys_by_task.items()}
 
         declared = [m["id"] for specs in metric_specs(self._manifest).values() for m in specs]

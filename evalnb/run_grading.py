@@ -49,13 +49,14 @@ class GradingPipeline:
                 return
             for s, g in zip(samples, grades):
                 if g.error:
-                    self._record(task_id, label, s, error={"stage": "grading", "message": g.error})
+                    self._finish(task_id, label, s, error={"stage": "grading", "message": g.error})
                     continue
                 s["scores"] = dict(g.scores)
                 s["judge"] = g.judge
                 if g.metadata is not None:
                     s["grader_metadata"] = g.metadata
-                self._record(task_id, label, s)
+                self._finish(task_id, label, s)
+            self.writer.add_samples(samples)  # one hand-over per batch (before any await)
         finally:
             slots.release()
 
@@ -85,6 +86,11 @@ class GradingPipeline:
 
     def _record(self, task_id: str, label: str, sample: dict, *, error: dict | None = None) -> None:
         """A sample is finished: store it, count it, and start an aggregate grader if due."""
+        self._finish(task_id, label, sample, error=error)
+        self.writer.add(sample)
+
+    def _finish(self, task_id: str, label: str, sample: dict, *, error: dict | None = None) -> None:
+        """`_record` without the store write: the caller hands the sample to the writer."""
         state = self.tasks[task_id]
         sample.pop("reused", None)
         self._ungraded.pop((task_id, label, sample["sample_index"]), None)
@@ -92,7 +98,6 @@ class GradingPipeline:
             sample["status"], sample["error"] = "failed", error
         else:
             sample["status"] = "completed"
-        self.writer.add(sample)
         mp = self.progress.model(label)
         mp.done += 1
         if sample["status"] == "failed":

@@ -910,3 +910,21 @@ def test_multi_row_writes_keep_order_duplicates_and_every_row(store):
     assert rows[3]["output_text"] == "second 3" and rows[3]["status"] == "failed"
     assert rows[n - 1]["output_text"] == "second last"
     assert rows[5]["prompt"] == batch[5]["prompt"]  # the deduplicated texts arrived too
+
+
+def test_sample_columns_are_iter_samples_transposed(store):
+    # the results table reads columns; they must hold exactly what iter_samples gives, in order,
+    # across batch boundaries
+    run_id = make_run(store)
+    samples = [{"task_id": t, "model": m, "sample_index": i, "status": "completed" if i % 3 else "failed",
+                "prompt": f"p{i}", "target": str(i), "output_text": None if i == 4 else f"o{i}",
+                "scores": {"acc": i % 2} if i % 3 else None, "error": None if i % 3 else {"stage": "grading", "message": "x"},
+                "usage": {"input_tokens": i}, "dataset_row": {"q": i}, "latency_s": i / 10}
+               for t in ("b", "a") for m in ("m2", "m1") for i in range(7)]
+    store.write_samples(samples, run_id=run_id)
+    columns = store.sample_columns(run_id, batch_size=5)
+    expected = list(store.iter_samples(run_id))
+    assert len(expected) == 28
+    for field, values in columns.items():
+        assert values == [s[field] for s in expected], field
+    assert columns["task_id"][:7] == ["a"] * 7 and columns["model"][:7] == ["m1"] * 7

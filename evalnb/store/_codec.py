@@ -98,6 +98,23 @@ def _sample_sql(cols: tuple[str, ...], update_created: bool) -> str:
     )
 
 
+@lru_cache(maxsize=256)
+def _fields(keys: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """(name, kind) of the stored fields among a sample's keys, in the sample's order.
+
+    The runner's samples all have the same keys, so this is worked out once per key order
+    instead of once per field of every sample.
+    """
+    return tuple((name, kind) for name in keys if (kind := _KINDS.get(name)) is not None and kind != _SKIP)
+
+
+@lru_cache(maxsize=256)
+def _sample_sql_for(fields: tuple[tuple[str, int], ...], stamp: bool, update_created: bool) -> str:
+    cols = [*_KEY_COLS, "status", *(_COLUMN.get(name, name) for name, _ in fields)]
+    cols += ["completed_at"] * stamp + ["created_at"]
+    return _sample_sql(tuple(cols), update_created)
+
+
 def _where(s: Mapping[str, Any]) -> str:
     return f"sample (task_id={s.get('task_id')!r}, model={s.get('model')!r}, sample_index={s.get('sample_index')!r})"
 
@@ -158,15 +175,13 @@ class SampleEncoder:
             raise ValueError(f"{_where(s)}: sample_index must be an integer >= 0")
         if status not in SAMPLE_STATUSES:
             raise ValueError(f"{_where(s)}: status must be one of {', '.join(SAMPLE_STATUSES)}; got {status!r}")
-        cols = ["run_id", "task_id", "model", "sample_index", "status"]
+        fields = _fields(tuple(s))
         vals: list[Any] = [rid, task_id, model, index, status]
         texts: list[tuple[bytes, str]] = []
         name = ""
-        try:  # one pass over the sample's own keys: this is the runner's hot path
-            for name, value in s.items():
-                kind = _KINDS.get(name)
-                if kind is None:
-                    continue
+        try:  # one pass over the sample's stored fields: this is the runner's hot path
+            for name, kind in fields:
+                value = s[name]
                 if kind == _TEXT:
                     if value is not None and type(value) is not str and not isinstance(value, str):
                         raise TypeError(f"must be a string or None, got {type(value).__name__}")
@@ -180,23 +195,18 @@ class SampleEncoder:
                 elif kind == _FLOAT:
                     if value is not None:
                         value = float(value)
-                elif kind == _TIME:
-                    if value is not None:
-                        value = int(value)
-                else:  # the key columns, given above, and created_at, handled below
-                    continue
-                cols.append(_COLUMN.get(name, name))
+                elif value is not None:  # _TIME
+                    value = int(value)
                 vals.append(value)
         except (TypeError, ValueError) as exc:
             kind_of = TypeError if isinstance(exc, TypeError) else ValueError
             raise kind_of(f"{_where(s)}: {name} {exc}") from None
-        if status in FINISHED_SAMPLE_STATUSES and "completed_at" not in s:
-            cols.append("completed_at")
+        stamp = status in FINISHED_SAMPLE_STATUSES and "completed_at" not in s
+        if stamp:
             vals.append(now)
         created = s.get("created_at")
-        cols.append("created_at")
         vals.append(now if created is None else int(created))
-        return Op(_sample_sql(tuple(cols), "created_at" in s), tuple(vals), tuple(texts))
+        return Op(_sample_sql_for(fields, stamp, "created_at" in s), tuple(vals), tuple(texts))
 
     def _prompt_ref(self, prompt: Any, texts: list[tuple[bytes, str]]) -> bytes | None:
         if prompt is None:
@@ -334,7 +344,8 @@ SAMPLE_FIELDS = (
     "extracted_output", "scores", "judge", "error", "latency_s", "usage", "response_id", "dataset_row",
     "request_key", "grader_key", "created_at", "started_at", "completed_at",
 )
-_JSON_POSITIONS = tuple(SAMPLE_FIELDS.index(f) for f in ("scores", "judge", "error", "usage", "dataset_row"))
+JSON_FIELDS = ("scores", "judge", "error", "usage", "dataset_row")
+_JSON_POSITIONS = tuple(SAMPLE_FIELDS.index(f) for f in JSON_FIELDS)
 
 
 def decode_sample(row: tuple[Any, ...]) -> dict[str, Any]:
