@@ -252,7 +252,7 @@ class RunEngine(GradingPipeline):
                     mp.metric = task.effective_metrics[0].id
             self.tasks[task_id] = state
         self._done_keys = done
-        self._make_clients()  # after the rows and graders: httpx loads meanwhile (see preload)
+        self._make_clients()  # after the rows and graders: the client code loads meanwhile (see preload)
 
     def _make_clients(self) -> None:
         from evalnb.providers import AdaptiveLimit, ClientPool, ModelClient
@@ -483,9 +483,9 @@ def _fingerprint(prompt: Any, target: Any, row: Any) -> str:
 
 
 def _preload_result_libraries() -> None:
-    """Import httpx, then pandas, in a background thread while the run gets going.
+    """Import the model-client code, then pandas, in a background thread while the run gets going.
 
-    httpx is needed first (the model clients). pandas (~0.3 s, for RunResult's frames) follows
+    The client code is needed first. pandas (~0.3 s, for RunResult's frames) follows
     at once: a run's preparation waits for a sandbox worker to start (another process), and
     its calls wait on the network, so the import mostly fills time the interpreter lock would
     sit idle; measured side by side, starting it only once calls went out was ~40 ms slower.
@@ -497,7 +497,7 @@ def _preload_result_libraries() -> None:
 
     def load() -> None:
         try:
-            import evalnb.providers.client  # noqa: F401 - httpx, needed first
+            import evalnb.providers.client  # noqa: F401 - needed first
             import pandas  # noqa: F401
         except ImportError:  # pragma: no cover - both are dependencies
             pass

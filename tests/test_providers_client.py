@@ -368,6 +368,72 @@ def test_shared_pool_reuses_one_http_client_per_server():
         assert s.request_count == 7
 
 
+def test_raw_calls_and_the_httpx_client_share_one_server_s_connections():
+    async def main(server):
+        async with ClientPool(max_connections=4) as pool:
+            client = ModelClient(Model("m", base_url=server.base_url, api="chat"), pool=pool)
+            await client.complete("raw path")
+            connections = pool.raw_route(server.base_url)[0]
+            assert sum(len(c) for c in connections._idle.values()) == 1  # kept alive after the call
+            http = pool.client(server.base_url)  # httpx's client, made on first use
+            assert http._transport.pool is connections
+            reply = await http.post(server.base_url + "/chat/completions",
+                                    json={"model": "m", "messages": [{"role": "user", "content": "x"}]})
+            assert reply.status_code == 200
+            # the httpx request went out on the connection the raw call left idle, and came back
+            assert sum(len(c) for c in connections._idle.values()) == 1
+
+    with LocalModelServer() as s:
+        run(main(s))
+        assert s.request_count == 2
+
+
+def test_a_run_against_a_plain_http_server_never_imports_httpx(tmp_path):
+    # httpx (~35 ms to import) is only needed for https:// or when a request fails
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from evalnb.providers import Model, ModelClient\n"
+        "from evalnb.testing import LocalModelServer, Fault\n"
+        "import asyncio\n"
+        "async def main(url):\n"
+        "    c = ModelClient(Model('m', base_url=url, api='chat'))\n"
+        "    out = [(await c.complete(p)).text for p in ('a', 'b')]\n"
+        "    before = 'httpx' in sys.modules\n"
+        "    await c.aclose()\n"
+        "    return out, before\n"
+        "with LocalModelServer() as s:\n"
+        "    out, before = asyncio.run(main(s.base_url))\n"
+        "print(out, before)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "EVALNB_HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['42', '42'] False"
+
+
+def test_a_connection_error_on_the_raw_path_is_httpx_s_and_is_retried():
+    # the raw path raises httpx's exception types (loaded on the error), so the retry policy
+    # sees the same errors on both paths
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens here once the socket closes
+    events = []
+    client = ModelClient(Model("m", base_url=f"http://127.0.0.1:{port}/v1", api="chat"),
+                         backoff_base=0.001, backoff_cap=0.002, on_event=lambda k, i: events.append((k, i)))
+    with pytest.raises(ProviderError) as caught:
+        run(client.complete("q", {"max_retries": 2}))
+    assert "connection error (ConnectError)" in str(caught.value)
+    assert caught.value.retryable is True
+    assert [k for k, _ in events] == ["retry", "retry"]
+
+
 def test_pool_survives_a_new_event_loop():
     pool = ClientPool(max_connections=2)
     with warnings.catch_warnings():

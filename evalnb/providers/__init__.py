@@ -7,7 +7,8 @@
 - `AdaptiveLimit`: concurrency that halves on 429s and recovers on success (AIMD).
 - `retry`: the retry policy as pure functions.
 
-The HTTP parts (httpx) load on first use of `ModelClient`, `ClientPool` or `Completion`, so
+The HTTP parts load on first use of `ModelClient`, `ClientPool` or `Completion` (httpx itself
+only once a request needs it: ``https://``, or an error; see `wire`), so
 ``evalnb.Model`` stays cheap to import.
 """
 

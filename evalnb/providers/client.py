@@ -11,12 +11,11 @@ import copy
 import json
 import random
 import re
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
-
-import httpx
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalnb.errors import ProviderError
 from evalnb.providers.aimd import AdaptiveLimit
@@ -33,6 +32,9 @@ from evalnb.providers.parse import (
 )
 from evalnb.providers.pool import ClientPool
 from evalnb.providers.retry import DEFAULT_BASE_S, DEFAULT_CAP_S, is_retryable_status, next_delay
+
+if TYPE_CHECKING:
+    import httpx
 
 EventHook = Callable[[str, dict[str, Any]], None]
 DEFAULT_TIMEOUT_S = 120.0
@@ -218,7 +220,7 @@ class ModelClient:
                 f"{self.model.label}: no API key; set {self.model.key_env} or pass api_key=",
                 status=None, retryable=False)
         url = f"{self.model.base_url}{path}"
-        client, route, head = self._route(path, headers)
+        route, head = self._route(path, headers)
         retries = 0
         while True:
             stats.attempts += 1
@@ -227,6 +229,7 @@ class ModelClient:
                 if head is not None:
                     result = await self._attempt_raw(route, head, payload, timeout_s, parse)
                 else:
+                    client = self.pool.client(self.model.base_url or "")
                     result = await self._attempt(client, url, payload, headers, timeout_s, parse)
             except BaseException:  # cancelled: free the slot, say nothing about the rate
                 if self.limit is not None:
@@ -269,8 +272,8 @@ class ModelClient:
             return _failure_from(exc, timeout_s)
         return _outcome(resp.status_code, resp.reason_phrase, resp.headers, resp.content, parse)
 
-    def _route(self, path: str, headers: dict[str, str]) -> tuple[httpx.AsyncClient, tuple | None, bytes | None]:
-        """The pooled client, and for plain-http servers the pre-encoded request head.
+    def _route(self, path: str, headers: dict[str, str]) -> tuple[tuple | None, bytes | None]:
+        """For plain-http servers, the pooled connections and the pre-encoded request head.
 
         Worked out once per (event loop, path, headers) rather than on every call: at
         thousands of calls a second the URL parsing alone shows up in profiles.
@@ -278,21 +281,21 @@ class ModelClient:
         loop = asyncio.get_running_loop()
         key = (id(loop), path, tuple(headers.items()))
         cached = self._routes.get(key)
-        if cached is None or cached[0] is not loop or cached[1].is_closed:
+        if cached is None or cached[0] is not loop or (cached[1] is not None and cached[1].closed):
             base_url = self.model.base_url or ""
             route = self.pool.raw_route(base_url)
             head = _request_head(route, path, headers) if route is not None else None
-            cached = self._routes[key] = (loop, self.pool.client(base_url), route, head)
-        return cached[1], cached[2], cached[3]
+            cached = self._routes[key] = (loop, route[0] if route else None, route, head)
+        return cached[2], cached[3]
 
     async def _attempt_raw(self, route: tuple, head: bytes, payload: bytes, timeout_s: float,
                            parse: Callable[[Any], Any]) -> Any:
         """`_attempt` for plain-``http://`` servers: the same request bytes and outcomes,
         sent through the pooled transport without httpx's per-request objects."""
-        transport, host, port, _ = route
+        connections, host, port, _ = route
         wire = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(payload), payload)
         try:
-            status, reason, raw_headers, data = await transport.send_raw(host, port, wire, timeout=timeout_s)
+            status, reason, raw_headers, data = await connections.send_raw(host, port, wire, timeout=timeout_s)
         except Exception as exc:  # noqa: BLE001 - sorted into retryable or not below
             return _failure_from(exc, timeout_s)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
@@ -343,9 +346,10 @@ def _body_encoder(build: Callable[[Any], dict[str, Any]]) -> Callable[[Any], byt
 
 def _failure_from(exc: Exception, timeout_s: float) -> _Failure:
     """What a call that raised means for the retry policy."""
-    if isinstance(exc, (TimeoutError, httpx.TimeoutException)):
+    httpx = sys.modules.get("httpx")  # an httpx error means httpx is loaded
+    if isinstance(exc, TimeoutError) or (httpx is not None and isinstance(exc, httpx.TimeoutException)):
         return _Failure(None, None, f"timed out after {timeout_s:g}s", True)
-    if isinstance(exc, httpx.RequestError):
+    if httpx is not None and isinstance(exc, httpx.RequestError):
         detail = str(exc) or type(exc).__name__
         return _Failure(None, None, f"connection error ({type(exc).__name__}): {detail}", True)
     # never let one odd reply crash a whole run: report it
