@@ -912,6 +912,40 @@ def test_multi_row_writes_keep_order_duplicates_and_every_row(store):
     assert rows[5]["prompt"] == batch[5]["prompt"]  # the deduplicated texts arrived too
 
 
+def test_batches_of_any_size_reuse_a_few_cached_statements(tmp_path):
+    # multi-row statements come in power-of-two row counts, so batches of 1..40 rows need at
+    # most 6 distinct statement texts per kind (each parsed once, then cached); every row lands
+    import sqlite3
+
+    from evalnb.store._codec import SampleEncoder, write_ops
+
+    with Store(tmp_path / "s.sqlite") as st:
+        st.save_suite("v1", MANIFEST)
+        run_id = make_run(st)
+        conn = st._connect()
+        seen: list[str] = []
+        conn.set_trace_callback(seen.append)
+        encoder, index = SampleEncoder(), 0
+        for size in range(1, 41):
+            ops = [encoder.encode(sample(index + k), run_id, 0) for k in range(size)]
+            index += size
+            assert write_ops(conn, ops) == size
+        conn.set_trace_callback(None)
+        conn.close()
+        inserts = {sql.split(" VALUES ")[0] + f" x{sql.count('), (') + 1}" for sql in seen if sql.startswith("INSERT")}
+        per_kind: dict[str, int] = {}
+        for text in inserts:
+            kind = text.rsplit(" x", 1)[0]
+            per_kind[kind] = per_kind.get(kind, 0) + 1
+        assert per_kind and max(per_kind.values()) <= 6, per_kind
+        rows = st.samples(run_id)
+        assert sorted(s["sample_index"] for s in rows) == list(range(index))
+        assert all(s["prompt"] == sample(s["sample_index"])["prompt"] for s in rows)
+        raw = sqlite3.connect(tmp_path / "s.sqlite")
+        assert raw.execute("SELECT typeof(prompt_hash) FROM samples LIMIT 1").fetchone() == ("blob",)
+        raw.close()
+
+
 def test_sample_columns_are_iter_samples_transposed(store):
     # the results table reads columns; they must hold exactly what iter_samples gives, in order,
     # across batch boundaries

@@ -298,6 +298,8 @@ class ModelClient:
             status, reason, raw_headers, data = await connections.send_raw(host, port, wire, timeout=timeout_s)
         except Exception as exc:  # noqa: BLE001 - sorted into retryable or not below
             return _failure_from(exc, timeout_s)
+        if 200 <= status < 300:  # the hot path: the reply's headers are not needed
+            return _outcome(status, "", {}, data, parse)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
         return _outcome(status, reason.decode("latin-1"), headers, data, parse)
 

@@ -297,7 +297,7 @@ def write_ops(conn: sqlite3.Connection, ops: Iterable[Op]) -> int:
 
 # Variables one statement may bind (SQLITE_MAX_VARIABLE_NUMBER: 32766 since 3.32, 999 before).
 _MAX_VARIABLES = 32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
-_MAX_ROWS = 500
+_MAX_ROWS = 512
 
 
 def _insert_rows(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
@@ -307,17 +307,23 @@ def _insert_rows(conn: sqlite3.Connection, sql: str, rows: list[tuple[Any, ...]]
     one after another). Why: `executemany` releases and retakes the GIL around every row, and
     while the run's event loop keeps the GIL busy each retake can wait the 5 ms switch
     interval, so the writer thread fell far behind; one statement per few hundred rows
-    retakes it once.
+    retakes it once. Statements hold a power-of-two number of rows (37 rows: 32 + 4 + 1), so
+    the few distinct texts stay in the connection's statement cache: a statement with a new
+    row count would be parsed and compiled again, which for long VALUES lists cost more than
+    binding the rows. BLOB parameters go in as bytearray: sqlite3 binds those directly, while
+    `bytes` takes its adapter lookup, which raises and clears an AttributeError per value.
     """
     head, values, tail = _split_values(sql)
     width = values.count("?")
     per = max(1, min(_MAX_ROWS, _MAX_VARIABLES // max(width, 1)))
-    for start in range(0, len(rows), per):
-        chunk = rows[start:start + per]
-        if len(chunk) == 1:
-            conn.execute(sql, chunk[0])
-            continue
-        conn.execute(_multi_row_sql(head, values, tail, len(chunk)), [v for row in chunk for v in row])
+    per = 1 << (per.bit_length() - 1)  # the largest power of two that fits
+    start, total = 0, len(rows)
+    while start < total:
+        n = min(per, 1 << ((total - start).bit_length() - 1))
+        chunk = rows[start:start + n]
+        start += n
+        params = [bytearray(v) if type(v) is bytes else v for row in chunk for v in row]
+        conn.execute(sql if n == 1 else _multi_row_sql(head, values, tail, n), params)
 
 
 @lru_cache(maxsize=64)
