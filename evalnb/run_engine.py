@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalnb._gc import fewer_collections, freeze_at_exit
+from evalnb._gc import fewer_collections, freeze_at_exit, quiet_import
 from evalnb.progress import RunProgress, make_display
 from evalnb.run_grading import GradingPipeline
 from evalnb.run_plan import RunPlan, model_record
@@ -498,7 +498,10 @@ def _preload_result_libraries() -> None:
     def load() -> None:
         try:
             import evalnb.providers.client  # noqa: F401 - needed first
-            import pandas  # noqa: F401
+
+            # the run's collector settings hold until the import is done, even past a short run
+            with fewer_collections(), quiet_import():
+                import pandas  # noqa: F401
         except ImportError:  # pragma: no cover - both are dependencies
             pass
 

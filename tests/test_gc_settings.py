@@ -131,3 +131,45 @@ def test_a_run_leaves_the_exit_freeze_in_place(tmp_path):
     out = _probe(_RUN_PROBE, str(tmp_path), EVALNB_HOME=str(tmp_path / "home"))
     assert "accuracy: 0.2" in out  # the run really ran: one of five rows answers "3"
     assert int(out.split("frozen at exit:")[1].split()[0]) > 1000
+
+
+# ---- quiet_import: a big import during a run is neither traversed nor left behind ----------
+def test_quiet_import_inside_a_run_freezes_what_it_made_with_the_collector_off():
+    from evalnb._gc import quiet_import
+
+    class Module:
+        pass
+
+    with fewer_collections():
+        frozen_before = gc.get_freeze_count()
+        with quiet_import():
+            assert not gc.isenabled()  # no collection traverses the new objects
+            made = [Module() for _ in range(5_000)]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= frozen_before + 5_000  # they joined the frozen heap
+        assert gc.get_count()[0] < 5_000
+    assert gc.get_freeze_count() == 0  # the run's end thaws everything
+    assert len(made) == 5_000
+
+
+def test_quiet_import_outside_a_run_freezes_nothing():
+    from evalnb._gc import quiet_import
+
+    with quiet_import():
+        assert not gc.isenabled()
+        made = [object() for _ in range(100)]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert len(made) == 100
+
+
+def test_quiet_import_that_fails_restores_the_collector():
+    from evalnb._gc import quiet_import
+
+    with fewer_collections():
+        try:
+            with quiet_import():
+                raise ImportError("no such module")
+        except ImportError:
+            pass
+        assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
