@@ -85,7 +85,7 @@ class RunEngine(GradingPipeline):
         self._open_run()
         self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
         self.pool = SandboxPool(plan.grader_concurrency)
-        warm = asyncio.ensure_future(self.pool.warm())
+        warm = asyncio.ensure_future(self.pool.warm(1))  # more start when the grading needs them
         self.writer = store.writer(self.run_id)
         ticker = asyncio.ensure_future(self._tick())
         status, error = "completed", None

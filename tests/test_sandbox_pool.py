@@ -18,6 +18,10 @@ def call(x):
     return x
 def env(_):
     return {"environ": dict(os.environ), "cwd": os.getcwd(), "pid": os.getpid()}
+def slow_env(_):
+    import time
+    time.sleep(0.01)
+    return env(_)
 def modules(_):
     return sorted(m for m in sys.modules if m.split(".")[0] in ("evalnb", "pydantic", "numpy", "pandas", "httpx"))
 """
@@ -213,7 +217,7 @@ def test_numpy_imports_under_the_memory_limit(pool):
 # -- life cycle --------------------------------------------------------------------------------
 def test_close_kills_every_worker_and_removes_temp_folders():
     p = SandboxPool(2)
-    results = p.run_sync(job("env"), [[i] for i in range(100)])
+    results = p.run_sync(job("slow_env"), [[i] for i in range(40)])  # slow enough for both workers
     folders = {r.value["cwd"] for r in results}
     pids = p.worker_pids()
     assert len(pids) == 2 and all(alive(pid) for pid in pids)
@@ -305,3 +309,34 @@ def test_frames_grow_once_calls_are_known_to_be_fast():
         assert [r.value for r in results] == list(range(14))
     finally:
         p.close()
+
+
+def test_fast_batches_stay_on_the_running_worker():
+    # a batch of fast calls is done before a second worker could even start: the pool's
+    # extra threads wait briefly for the busy worker instead of starting one
+    with SandboxPool(2) as p:
+        for _ in range(3):
+            results = p.run_sync(job("env"), [[i] for i in range(300)])
+            assert all(r.ok for r in results)
+        assert p.workers_started == 1
+        assert len({r.value["pid"] for r in results}) == 1
+
+
+def test_slow_batches_still_spread_over_the_workers():
+    with SandboxPool(2) as p:
+        started = time.monotonic()
+        results = p.run_sync(job("slow_env"), [[i] for i in range(40)])
+        took = time.monotonic() - started
+        assert all(r.ok for r in results)
+        assert len({r.value["pid"] for r in results}) == 2
+        assert p.workers_started == 2
+        assert took < 0.4 + 0.5  # 0.4 s of calls on one worker; two share them (+ a worker start)
+
+
+def test_warm_and_a_check_at_once_start_one_worker():
+    async def main():
+        async with SandboxPool(2) as p:
+            await asyncio.gather(p.warm(1), p.check(job()))
+            return p.workers_started, len(p.worker_pids())
+
+    assert asyncio.run(main()) == (1, 1)

@@ -27,13 +27,15 @@ from evalnb._gc import gc_paused
 from ._sync import run_sync
 from .bridging import Bridge, answer_bridge, bridge_caller
 from .job import CallResult, CodeLoadError, Job
-from .process import Cancelled, WorkerGone, WorkerProcess
+from .process import START_TIMEOUT_SECONDS, Cancelled, WorkerGone, WorkerProcess
 
 MAX_FRAME_CALLS = 2000
 FRAME_SECONDS = 0.01  # once a job's calls are known to be fast: about this much work per frame
 MAX_CONSECUTIVE_LOSSES = 3
 SEND_TIMEOUT_SECONDS = 60.0
 STALL_CHECK_SECONDS = 0.25  # how often a silent worker's progress slot is looked at
+SPREAD_SECONDS = 0.02  # how long a batch's extra thread waits for a busy worker before starting one
+START_WAIT_SECONDS = START_TIMEOUT_SECONDS  # how long a caller waits for a worker another is starting
 
 
 def grace_seconds(timeout: float) -> float:
@@ -46,8 +48,10 @@ class _Shared:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)  # a worker came free, started, or the pool closed
         self.idle: list[WorkerProcess] = []
         self.busy: set[WorkerProcess] = set()
+        self.starting = 0
         self.closed = False
         self.owner_pid = os.getpid()
 
@@ -59,6 +63,7 @@ def _shutdown(shared: _Shared, executor: ThreadPoolExecutor) -> None:
         shared.closed = True
         idle, busy = list(shared.idle), list(shared.busy)
         shared.idle.clear()
+        shared.changed.notify_all()
     for worker in idle:
         worker.close(grace=0.2)
     for worker in busy:
@@ -77,6 +82,7 @@ class _Batch:
         self.stop = threading.Event()  # no new frames (a fatal error or a fail-fast failure)
         self.cancel = threading.Event()  # the caller gave up: kill workers now
         self.broken: str | None = None
+        self.prefetch = True  # one thread runs the batch: it may take the next frame early
 
     def take(self) -> tuple[int, int] | None:
         with self.lock:
@@ -85,6 +91,11 @@ class _Batch:
             lo = self.next_index
             self.next_index = min(lo + self.step, len(self.calls))
             return lo, self.next_index
+
+    def exhausted(self) -> bool:
+        """No frame left to take (or the batch stopped)."""
+        with self.lock:
+            return self.stop.is_set() or self.cancel.is_set() or self.next_index >= len(self.calls)
 
     def frame(self, lo: int, hi: int) -> bytes:
         with gc_paused():  # a burst of short-lived containers; see _gc.py
@@ -153,6 +164,10 @@ class SandboxPool:
         batch = _Batch(job, job.wire(self.cpu_seconds), calls, step)
         bridge_call = bridge_caller(bridge, loop) if bridge is not None else None
         threads = min(self.size, math.ceil(len(calls) / step))
+        per_call = self._call_seconds.get(job.code.key)
+        if per_call is not None and per_call * len(calls) < SPREAD_SECONDS:
+            threads = 1  # known-fast work, done before another worker could start
+        batch.prefetch = threads == 1
         futures = [loop.run_in_executor(self._executor, self._drive, batch, bridge_call) for _ in range(threads)]
         try:
             outcomes = await asyncio.gather(*futures, return_exceptions=True)
@@ -197,10 +212,17 @@ class SandboxPool:
         return run_sync(lambda: self.run(job, calls, bridge=bridge))
 
     async def warm(self, count: int | None = None) -> None:
-        """Start workers ahead of time so the first batch does not wait for them."""
+        """Start workers ahead of time so the first batch does not wait for them.
+
+        Up to `count` (default: the pool size) in all: workers already running or starting count.
+        """
         count = self.size if count is None else min(count, self.size)
+        shared = self._shared
+        with shared.lock:
+            missing = count - len(shared.idle) - len(shared.busy) - shared.starting
         loop = asyncio.get_running_loop()
-        workers = await asyncio.gather(*[loop.run_in_executor(self._executor, self._checkout) for _ in range(count)])
+        workers = await asyncio.gather(*[loop.run_in_executor(self._executor, self._checkout)
+                                         for _ in range(max(0, missing))])
         for worker in workers:
             self._checkin(worker)
 
@@ -237,18 +259,50 @@ class SandboxPool:
         if self._shared.closed:
             raise SandboxError("the sandbox pool is closed")
 
-    def _checkout(self) -> WorkerProcess:
+    def _checkout(self, batch: _Batch | None = None) -> WorkerProcess | None:
+        """A worker for the caller: an idle one, else a new one.
+
+        Starting a worker costs ~30-80 ms of another process's CPU, more than a whole batch
+        of fast calls, so the caller first waits for one that is starting, then up to
+        `SPREAD_SECONDS` for a busy one to come free. A batch's thread that has no frame yet
+        (`batch` given) gives up (None) if the batch's frames are all taken meanwhile: fast
+        code runs on the workers there are, and slow code still gets its extra workers,
+        20 ms late.
+        """
         shared = self._shared
-        with shared.lock:
-            self._check_open()
-            while shared.idle:
-                worker = shared.idle.pop()
-                if worker.proc.poll() is None:
-                    shared.busy.add(worker)
-                    return worker
-                worker.kill()
-        worker = WorkerProcess.start(memory_mb=self.memory_mb, file_mb=self.file_mb, seccomp=self._seccomp)
-        with shared.lock:
+        spread_until = time.monotonic() + SPREAD_SECONDS
+        start_until = time.monotonic() + START_WAIT_SECONDS
+        with shared.changed:
+            while True:
+                self._check_open()
+                while shared.idle:
+                    worker = shared.idle.pop()
+                    if worker.proc.poll() is None:
+                        shared.busy.add(worker)
+                        return worker
+                    worker.kill()
+                if batch is not None and batch.exhausted():
+                    return None
+                now = time.monotonic()
+                if shared.starting and now < start_until:
+                    shared.changed.wait(min(start_until - now, STALL_CHECK_SECONDS))
+                    if not shared.starting:  # it started (and went to its starter): the
+                        spread_until = time.monotonic() + SPREAD_SECONDS  # spread wait begins now
+                elif shared.busy and now < spread_until:
+                    shared.changed.wait(spread_until - now)
+                else:
+                    break
+            shared.starting += 1
+        try:
+            worker = WorkerProcess.start(memory_mb=self.memory_mb, file_mb=self.file_mb, seccomp=self._seccomp)
+        except BaseException:
+            with shared.changed:
+                shared.starting -= 1
+                shared.changed.notify_all()
+            raise
+        with shared.changed:
+            shared.starting -= 1
+            shared.changed.notify_all()
             self.workers_started += 1
             self.isolation = worker.isolation
             if shared.closed:
@@ -264,6 +318,7 @@ class SandboxPool:
             keep = not worker.dead and not shared.closed
             if keep:
                 shared.idle.append(worker)
+            shared.changed.notify_all()
         if not keep:
             worker.kill()
 
@@ -289,6 +344,12 @@ class SandboxPool:
         upcoming: tuple[int, int, bytes] | None = None
         try:
             while not batch.cancel.is_set() and not batch.stop.is_set():
+                if worker is None and not retry and upcoming is None:
+                    # a worker first, then a frame: a thread that would have to start a
+                    # worker waits for a busy one, or finds the frames all taken (see _checkout)
+                    worker = self._checkout(batch)
+                    if worker is None:
+                        break
                 if retry:
                     lo, hi = retry.pop(0)
                     frame = batch.frame(lo, hi)
@@ -305,8 +366,10 @@ class SandboxPool:
                 try:
                     sent = time.monotonic()
                     worker.send(frame, sent + SEND_TIMEOUT_SECONDS, batch.cancel)
-                    if upcoming is None and (span := batch.take()) is not None:
-                        upcoming = (span[0], span[1], batch.frame(*span))  # encode while the worker runs
+                    if batch.prefetch and upcoming is None and (span := batch.take()) is not None:
+                        # encode the next frame while the worker runs (one thread only: with
+                        # more, a prefetched frame could not go to a worker that is free)
+                        upcoming = (span[0], span[1], batch.frame(*span))
                     self._collect(worker, batch, lo, hi, bridge_call)
                     self._observe(batch.job, hi - lo, time.monotonic() - sent)
                     losses = 0
