@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalnb.data import files
-from evalnb.data.huggingface import HFSpec, load_huggingface
 from evalnb.data.readers import infer_format, read_file
 from evalnb.errors import DatasetError
 from evalnb.home import evalnb_home
@@ -46,6 +45,8 @@ def load_rows(
         return _load_file_store(dataset, task_id, limit)
     if kind == "local":
         return _load_local(dataset, base_dir, task_id, limit)
+    from evalnb.data.huggingface import HFSpec, load_huggingface  # lazy: only Hugging Face datasets need it
+
     spec = HFSpec(
         path=_get(dataset, "path"),
         split=_get(dataset, "split") or default_split,
