@@ -962,3 +962,22 @@ def test_sample_columns_are_iter_samples_transposed(store):
     for field, values in columns.items():
         assert values == [s[field] for s in expected], field
     assert columns["task_id"][:7] == ["a"] * 7 and columns["model"][:7] == ["m1"] * 7
+
+
+def test_closing_a_writer_checkpoints_its_writes_in_the_background(tmp_path):
+    # the WAL is copied into the database file once the writer closes, not at process exit
+    path = tmp_path / "s.sqlite"
+    with Store(path) as st:
+        st.save_suite("v1", MANIFEST)
+        run_id = make_run(st)
+        writer = st.writer(run_id)
+        for i in range(300):
+            writer.add(sample(i))
+        writer.flush()
+        before = path.stat().st_size  # the samples are committed, but only in the WAL
+        writer.close()
+        writer.checkpointed.join(timeout=10)
+        assert not writer.checkpointed.is_alive()
+        assert path.stat().st_size > before + 300 * 100  # now they are in the database file
+        assert len(st.samples(run_id)) == 300
+        writer.close()  # twice is fine
