@@ -1,6 +1,6 @@
 """Keep Python's cyclic garbage collector out of the hot loops.
 
-Two tools. `gc_paused` turns the collector off for a short bulk loop (packing a sandbox
+Four tools. `gc_paused` turns the collector off for a short bulk loop (packing a sandbox
 frame, reading rows): each burst of small containers would otherwise trigger collections
 that traverse the whole heap while the caller keeps everything alive. `fewer_collections`
 covers a whole run: the heap that exists when the run starts (imports, the notebook's own
@@ -15,8 +15,12 @@ skip the pandas/numpy/pyarrow-sized heap: ~70 ms of a script's exit. Python does
 reference cycle at that point are not finalized (refcounted ones still are). Set
 ``EVALNB_FAST_EXIT=0`` to keep the usual shutdown.
 
-`gc_paused` and `fewer_collections` count nesting process-wide (runs in several threads, pool threads pausing at once): the
-collector's settings come back when the last user leaves, and only as they were before.
+`quiet_import` is for pandas, which a run imports in the background: no collections while
+it loads, and its objects join the run's frozen heap.
+
+`gc_paused` and `fewer_collections` count nesting process-wide (runs in several threads, pool
+threads pausing at once): the collector's settings come back when the last user leaves, and
+only as they were before.
 """
 
 from __future__ import annotations
