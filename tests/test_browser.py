@@ -34,7 +34,7 @@ RESULTS_SCREENSHOT = ROOT / "reports" / "browser_quickstart_results.png"  # prog
 CHART_SCREENSHOT = ROOT / "reports" / "browser_quickstart_chart.png"  # the comparison chart
 sys.path.insert(0, str(ROOT / "scripts"))
 from execute_notebooks import notebook_env  # noqa: E402
-from helpers.jupyterlab import CHROMIUM, CHROMIUM_FLAGS, serve_jupyterlab  # noqa: E402
+from helpers.jupyterlab import CHROMIUM, CHROMIUM_FLAGS, open_lab_notebook, serve_jupyterlab  # noqa: E402
 
 if not CHROMIUM.exists() and not os.environ.get("CI"):
     pytest.skip("no /usr/bin/chromium (install: apt-get install chromium); required in CI", allow_module_level=True)
@@ -65,68 +65,57 @@ def jupyterlab(tmp_path):
 
 
 def test_quickstart_runs_in_jupyterlab_with_live_widgets_and_chart(jupyterlab):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     url, token = jupyterlab
     expect.set_options(timeout=90_000)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{url}/lab/tree/notebooks/01_quickstart.ipynb?token={token}")
-            notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-            expect(notebook.locator(".jp-Cell").first).to_be_visible()
-            # "Idle" in the toolbar can show while the kernel is still starting: wait for the status bar.
-            expect(page.locator(".jp-StatusBar-Widget").filter(has_text=re.compile(r"\|\s*Idle"))).to_be_visible()
+    with open_lab_notebook(url, token, "notebooks/01_quickstart.ipynb") as (page, notebook):
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").click()
+        page.locator("[data-command='runmenu:run-all']").click()
 
-            page.locator(".lm-MenuBar-itemLabel", has_text="Run").click()
-            page.locator("[data-command='runmenu:run-all']").click()
+        prompts = notebook.locator(".jp-CodeCell .jp-InputArea-prompt")
+        count = prompts.count()
+        assert count >= 10
+        deadline = time.monotonic() + 150
+        while True:
+            texts = [t.strip() for t in prompts.all_inner_texts()]
+            if all(re.fullmatch(r"\[\d+\]:", t) for t in texts):
+                break
+            assert time.monotonic() < deadline, f"cells did not finish: {texts}"
+            time.sleep(0.5)
+        errors = notebook.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+        tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
+        assert not tracebacks, tracebacks
 
-            prompts = notebook.locator(".jp-CodeCell .jp-InputArea-prompt")
-            count = prompts.count()
-            assert count >= 10
-            deadline = time.monotonic() + 150
-            while True:
-                texts = [t.strip() for t in prompts.all_inner_texts()]
-                if all(re.fullmatch(r"\[\d+\]:", t) for t in texts):
-                    break
-                assert time.monotonic() < deadline, f"cells did not finish: {texts}"
-                time.sleep(0.5)
-            errors = notebook.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-            tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
-            assert not tracebacks, tracebacks
+        # the preview widget: its slider, and the prompt of item 0 rendered by the kernel
+        slider = notebook.locator(".widget-slider").first
+        expect(slider).to_be_visible()
+        prompt_box = notebook.locator(".widget-html .evalnb-prompt").first
+        expect(prompt_box).to_contain_text("What is 70 + 33?")
+        # the live progress panel, finished
+        panel = notebook.locator(".evalnb-progress")
+        expect(panel).to_have_count(1)
+        expect(panel).to_contain_text("completed")
+        expect(panel).to_contain_text("160/160 samples")
+        # the comparison chart, drawn by the Plotly lab extension
+        chart = notebook.locator(".jp-RenderedPlotly.js-plotly-plot .main-svg").first
+        expect(chart).to_be_attached()
+        expect(notebook.locator(".jp-RenderedPlotly.js-plotly-plot")).to_contain_text("standin-large")
 
-            # the preview widget: its slider, and the prompt of item 0 rendered by the kernel
-            slider = notebook.locator(".widget-slider").first
-            expect(slider).to_be_visible()
-            prompt_box = notebook.locator(".widget-html .evalnb-prompt").first
-            expect(prompt_box).to_contain_text("What is 70 + 33?")
-            # the live progress panel, finished
-            panel = notebook.locator(".evalnb-progress")
-            expect(panel).to_have_count(1)
-            expect(panel).to_contain_text("completed")
-            expect(panel).to_contain_text("160/160 samples")
-            # the comparison chart, drawn by the Plotly lab extension
-            chart = notebook.locator(".jp-RenderedPlotly.js-plotly-plot .main-svg").first
-            expect(chart).to_be_attached()
-            expect(notebook.locator(".jp-RenderedPlotly.js-plotly-plot")).to_contain_text("standin-large")
+        # keyboard on the slider -> kernel observer -> new prompt HTML in the browser
+        handle = slider.locator(".noUi-handle").first
+        handle.focus()
+        page.keyboard.press("ArrowRight")
+        expect(prompt_box).to_contain_text("What is 84 - 48?")
+        expect(slider.locator(".widget-readout")).to_have_text("1")
 
-            # keyboard on the slider -> kernel observer -> new prompt HTML in the browser
-            handle = slider.locator(".noUi-handle").first
-            handle.focus()
-            page.keyboard.press("ArrowRight")
-            expect(prompt_box).to_contain_text("What is 84 - 48?")
-            expect(slider.locator(".widget-readout")).to_have_text("1")
-
-            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-            slider.scroll_into_view_if_needed()
-            page.screenshot(path=str(SCREENSHOT))
-            panel.scroll_into_view_if_needed()
-            page.screenshot(path=str(RESULTS_SCREENSHOT))
-            chart.scroll_into_view_if_needed()
-            page.screenshot(path=str(CHART_SCREENSHOT))
-        finally:
-            browser.close()
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        slider.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOT))
+        panel.scroll_into_view_if_needed()
+        page.screenshot(path=str(RESULTS_SCREENSHOT))
+        chart.scroll_into_view_if_needed()
+        page.screenshot(path=str(CHART_SCREENSHOT))
 
 
 def test_demo_report_shows_chart_metrics_and_frozen_widgets_offline(tmp_path, monkeypatch):

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TOTAL = 60
 sys.path.insert(0, str(ROOT / "scripts"))
 from execute_notebooks import notebook_env  # noqa: E402
-from helpers.jupyterlab import CHROMIUM, CHROMIUM_FLAGS, serve_jupyterlab  # noqa: E402
+from helpers.jupyterlab import CHROMIUM, open_lab_notebook, serve_jupyterlab  # noqa: E402
 
 if not CHROMIUM.exists() and not os.environ.get("CI"):
     pytest.skip("no /usr/bin/chromium (install: apt-get install chromium); required in CI", allow_module_level=True)
@@ -102,73 +102,64 @@ def _wait_for_progress(panel, *, timeout: float = 30) -> tuple[int, int]:
 
 
 def test_stop_button_and_interrupt_cancel_runs_in_jupyterlab(jupyterlab):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     url, token = jupyterlab
     expect.set_options(timeout=30_000)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{url}/lab/tree/stop.ipynb?token={token}")
-            notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-            cells = notebook.locator(".jp-CodeCell")
-            expect(cells.first).to_be_visible()
-            expect(page.locator(".jp-StatusBar-Widget").filter(has_text=re.compile(r"\|\s*Idle"))).to_be_visible()
-            assert cells.count() == len(CELLS)
+    with open_lab_notebook(url, token, "stop.ipynb") as (page, notebook):
+        cells = notebook.locator(".jp-CodeCell")
+        assert cells.count() == len(CELLS)
 
-            def run(i: int) -> None:
-                cells.nth(i).locator(".jp-InputArea-editor").click()
-                page.keyboard.press("Shift+Enter")
+        def run(i: int) -> None:
+            cells.nth(i).locator(".jp-InputArea-editor").click()
+            page.keyboard.press("Shift+Enter")
 
-            def finished(i: int, timeout: float = 30) -> str:
-                prompt = cells.nth(i).locator(".jp-InputArea-prompt")
-                expect(prompt).to_have_text(re.compile(r"\[\d+\]:"), timeout=timeout * 1000)
-                return cells.nth(i).locator(".jp-OutputArea").inner_text()
+        def finished(i: int, timeout: float = 30) -> str:
+            prompt = cells.nth(i).locator(".jp-InputArea-prompt")
+            expect(prompt).to_have_text(re.compile(r"\[\d+\]:"), timeout=timeout * 1000)
+            return cells.nth(i).locator(".jp-OutputArea").inner_text()
 
-            def status(text: str, tag: str) -> tuple[str, int]:
-                m = re.search(rf"{tag} (\w+) (\d+)", text)
-                assert m, text
-                return m.group(1), int(m.group(2))
+        def status(text: str, tag: str) -> tuple[str, int]:
+            m = re.search(rf"{tag} (\w+) (\d+)", text)
+            assert m, text
+            return m.group(1), int(m.group(2))
 
-            run(0)
-            assert "READY" in finished(0)
+        run(0)
+        assert "READY" in finished(0)
 
-            # (A) background task + the panel's Stop button
-            run(1)
-            finished(1, timeout=10)  # the cell returns at once; the run goes on in the kernel's loop
-            panel_a = cells.nth(1).locator(".evalnb-progress")
-            done, total = _wait_for_progress(panel_a)
-            assert total == TOTAL and done < TOTAL
-            panel_a.locator("button").click()
-            expect(panel_a.locator("button")).to_be_disabled()
-            run(2)
-            state, n = status(finished(2), "STATUS_A")
-            assert state == "cancelled"
-            assert 0 < n < TOTAL
-            expect(panel_a).to_contain_text("cancelled")
+        # (A) background task + the panel's Stop button
+        run(1)
+        finished(1, timeout=10)  # the cell returns at once; the run goes on in the kernel's loop
+        panel_a = cells.nth(1).locator(".evalnb-progress")
+        done, total = _wait_for_progress(panel_a)
+        assert total == TOTAL and done < TOTAL
+        panel_a.locator("button").click()
+        expect(panel_a.locator("button")).to_be_disabled()
+        run(2)
+        state, n = status(finished(2), "STATUS_A")
+        assert state == "cancelled"
+        assert 0 < n < TOTAL
+        expect(panel_a).to_contain_text("cancelled")
 
-            # (B) blocking run: Stop is queued but cannot be read while the cell blocks;
-            # the notebook's interrupt stops it
-            run(3)
-            panel_b = cells.nth(3).locator(".evalnb-progress")
-            _wait_for_progress(panel_b)
-            panel_b.locator("button").click()
-            clicked = _done(panel_b)
-            time.sleep(1.0)
-            after = _done(panel_b)
-            prompt_b = cells.nth(3).locator(".jp-InputArea-prompt").inner_text().strip()
-            print(f"(B) after Stop: {clicked} -> {after} one second later, prompt {prompt_b!r}")
-            page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").click()
-            page.locator("[data-command='kernelmenu:interrupt']").click()
-            out_b = finished(3)
-            assert "RETURNED_B" in out_b, out_b  # evalnb.run returned instead of raising
-            assert "KeyboardInterrupt" not in out_b, out_b
-            run(4)
-            state, n = status(finished(4), "STATUS_B")
-            assert state == "cancelled"
-            assert 0 < n < TOTAL
-            expect(panel_b).to_contain_text("cancelled")
-            print(f"(B) panel at the end: {panel_b.inner_text()!r}")
-        finally:
-            browser.close()
+        # (B) blocking run: Stop is queued but cannot be read while the cell blocks;
+        # the notebook's interrupt stops it
+        run(3)
+        panel_b = cells.nth(3).locator(".evalnb-progress")
+        _wait_for_progress(panel_b)
+        panel_b.locator("button").click()
+        clicked = _done(panel_b)
+        time.sleep(1.0)
+        after = _done(panel_b)
+        prompt_b = cells.nth(3).locator(".jp-InputArea-prompt").inner_text().strip()
+        print(f"(B) after Stop: {clicked} -> {after} one second later, prompt {prompt_b!r}")
+        page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").click()
+        page.locator("[data-command='kernelmenu:interrupt']").click()
+        out_b = finished(3)
+        assert "RETURNED_B" in out_b, out_b  # evalnb.run returned instead of raising
+        assert "KeyboardInterrupt" not in out_b, out_b
+        run(4)
+        state, n = status(finished(4), "STATUS_B")
+        assert state == "cancelled"
+        assert 0 < n < TOTAL
+        expect(panel_b).to_contain_text("cancelled")
+        print(f"(B) panel at the end: {panel_b.inner_text()!r}")

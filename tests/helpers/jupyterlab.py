@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import secrets
 import socket
 import subprocess
@@ -84,3 +85,25 @@ def serve_jupyterlab(tmp_path: Path, root: Path, env: dict[str, str]) -> Iterato
             proc.kill()
             proc.wait(5)
         log.close()
+
+
+@contextlib.contextmanager
+def open_lab_notebook(url: str, token: str, path: str) -> Iterator[tuple]:
+    """Headless Chromium on `path` in the served JupyterLab; yields (page, notebook panel).
+
+    Returns once the notebook shows and its kernel is idle; the browser closes afterwards.
+    """
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{url}/lab/tree/{path}?token={token}")
+            notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+            expect(notebook.locator(".jp-Cell").first).to_be_visible()
+            # "Idle" in the toolbar can show while the kernel is still starting: wait for the status bar.
+            expect(page.locator(".jp-StatusBar-Widget").filter(has_text=re.compile(r"\|\s*Idle"))).to_be_visible()
+            yield page, notebook
+        finally:
+            browser.close()
