@@ -156,7 +156,7 @@ def test_a_cancelled_exchange_closes_its_connection():
             wire = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
             with pytest.raises(TimeoutError):
                 await transport.send_raw("127.0.0.1", port, wire, timeout=0.1)
-            assert not any(transport._idle.values())  # the hung connection was not put back
+            assert not any(transport.pool._idle.values())  # the hung connection was not put back
             await transport.aclose()
         return True
 

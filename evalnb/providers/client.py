@@ -281,12 +281,11 @@ class ModelClient:
         loop = asyncio.get_running_loop()
         key = (id(loop), path, tuple(headers.items()))
         cached = self._routes.get(key)
-        if cached is None or cached[0] is not loop or (cached[1] is not None and cached[1].closed):
-            base_url = self.model.base_url or ""
-            route = self.pool.raw_route(base_url)
+        if cached is None or cached[0] is not loop or (cached[1] is not None and cached[1][0].closed):
+            route = self.pool.raw_route(self.model.base_url or "")
             head = _request_head(route, path, headers) if route is not None else None
-            cached = self._routes[key] = (loop, route[0] if route else None, route, head)
-        return cached[2], cached[3]
+            cached = self._routes[key] = (loop, route, head)
+        return cached[1], cached[2]
 
     async def _attempt_raw(self, route: tuple, head: bytes, payload: bytes, timeout_s: float,
                            parse: Callable[[Any], Any]) -> Any:

@@ -36,10 +36,6 @@ class Http11Transport(httpx.AsyncBaseTransport):
         # system's CA certificates, which a run against local http:// servers never needs.
         self._fallback = fallback
 
-    @property
-    def _idle(self) -> dict:
-        return self.pool._idle
-
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.url.scheme != "http":
             return await self._https().handle_async_request(request)

@@ -199,21 +199,9 @@ class Store(RunRecords, GradeReuse):
         """
         columns: dict[str, list[Any]] = {f: [] for f in SAMPLE_FIELDS}
         lists = [columns[f] for f in SAMPLE_FIELDS]
-        base = SAMPLE_SELECT + " WHERE s.run_id = ?"
-        order = " ORDER BY s.task_id, s.model, s.sample_index LIMIT ?"
-        last: tuple[Any, ...] | None = None
-        while True:
-            if last is None:
-                rows = self._rows(base + order, (run_id, batch_size))
-            else:
-                rows = self._rows(base + " AND (s.task_id, s.model, s.sample_index) > (?, ?, ?)" + order,
-                                  (run_id, *last, batch_size))
-            if rows:
-                for target, values in zip(lists, zip(*rows)):
-                    target.extend(values)
-                last = rows[-1][1:4]
-            if len(rows) < batch_size:
-                break
+        for rows in self._sample_pages("s.run_id = ?", [run_id], batch_size):
+            for target, values in zip(lists, zip(*rows)):
+                target.extend(values)
         for field in JSON_FIELDS:
             columns[field] = [None if v is None else from_json(v) for v in columns[field]]
         return columns
@@ -246,19 +234,24 @@ class Store(RunRecords, GradeReuse):
                 raise ValueError(f"sample status must be one of {', '.join(SAMPLE_STATUSES)}; got {bad[0]!r}")
             where.append(f"s.status IN ({', '.join('?' * len(statuses))})")
             params.extend(statuses)
-        base = SAMPLE_SELECT + " WHERE " + " AND ".join(where)
-        order = " ORDER BY s.task_id, s.model, s.sample_index LIMIT ?"
-        last: tuple[Any, ...] | None = None
-        while True:
-            if last is None:
-                rows = self._rows(base + order, (*params, batch_size))
-            else:
-                rows = self._rows(base + " AND (s.task_id, s.model, s.sample_index) > (?, ?, ?)" + order, (*params, *last, batch_size))
+        for rows in self._sample_pages(" AND ".join(where), params, batch_size):
             for row in rows:
                 yield decode_sample(row)
+
+    def _sample_pages(self, where: str, params: list[Any], batch_size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """`SAMPLE_SELECT` rows matching `where`, in (task_id, model, sample_index) order, a page
+        at a time (keyset pagination: each page starts after the last key of the one before)."""
+        base = SAMPLE_SELECT + " WHERE " + where
+        order = " ORDER BY s.task_id, s.model, s.sample_index LIMIT ?"
+        rows = self._rows(base + order, (*params, batch_size))
+        while True:
+            if rows:
+                yield rows
             if len(rows) < batch_size:
                 return
-            last = (rows[-1][1], rows[-1][2], rows[-1][3])
+            last = rows[-1][1:4]
+            rows = self._rows(base + " AND (s.task_id, s.model, s.sample_index) > (?, ?, ?)" + order,
+                              (*params, *last, batch_size))
 
     def samples(self, run_id: str, *, task_id: str | None = None, model: str | None = None, status: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
         """All matching samples as dicts (the shape the runner wrote). For big runs prefer `iter_samples`."""
