@@ -708,3 +708,41 @@ def test_an_unknown_progress_mode_is_refused_before_any_call(make_suite, model_s
         evalnb.run(make_suite({"t": rows(2)}), [Model("good", base_url=server.base_url)], progress="bars")
     assert server.request_count == 0
     assert len(evalnb.runs()) == 0
+
+
+_PANDAS_FIRST_PROBE = """
+import json, sys
+from pathlib import Path
+import evalnb
+from evalnb.testing import LocalModelServer
+folder = Path(sys.argv[1])
+(folder / "rows.jsonl").write_text("".join(json.dumps({"q": str(i)}) + "\\n" for i in range(30)))
+suite = evalnb.Suite.from_dict({"tasks": [{"id": "t", "type": "qa",
+    "dataset": {"path": str(folder / "rows.jsonl"), "format": "jsonl"},
+    "prompt_template": "{{q}}", "target_template": "{{q}}", "metrics": [{"id": "exact_match"}],
+    "grader": {"metric_id": "exact_match", "source": "def grade(sample, item):\\n    return 1.0\\n"}}]})
+seen = []
+def pandas_loaded():  # in sys.modules from the start of its import; fully loaded when not initializing
+    module = sys.modules.get("pandas")
+    return module is not None and not getattr(module.__spec__, "_initializing", False)
+def answer(request):
+    seen.append(pandas_loaded())  # the server runs in this process
+    return "1"
+with LocalModelServer(answer) as server:
+    assert "pandas" not in sys.modules
+    result = evalnb.run(suite, [evalnb.Model("m", base_url=server.base_url, api="chat")], progress=False)
+print(json.dumps({"calls": len(seen), "with_pandas": sum(seen), "samples": len(result.samples)}))
+"""
+
+
+def test_a_fresh_process_loads_pandas_before_the_first_call(tmp_path):
+    # pandas loads in the background while the run prepares, and the first call waits for it:
+    # the import beside the calls slowed a fast run down (see run_engine._preload_result_libraries)
+    import json
+    import os
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _PANDAS_FIRST_PROBE, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "EVALNB_HOME": str(tmp_path / "home")})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"calls": 30, "with_pandas": 30, "samples": 30}

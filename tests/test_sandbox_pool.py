@@ -18,6 +18,9 @@ def call(x):
     return x
 def env(_):
     return {"environ": dict(os.environ), "cwd": os.getcwd(), "pid": os.getpid()}
+def nap(seconds):
+    import time
+    time.sleep(seconds)
 def slow_env(_):
     import time
     time.sleep(0.01)
@@ -331,6 +334,35 @@ def test_slow_batches_still_spread_over_the_workers():
         assert len({r.value["pid"] for r in results}) == 2
         assert p.workers_started == 2
         assert took < 0.4 + 0.5  # 0.4 s of calls on one worker; two share them (+ a worker start)
+
+
+def test_a_batch_quicker_than_a_worker_start_does_not_start_another():
+    # A batch's extra thread waits for the busy worker as long as a worker takes to start
+    # (a fixed 20 ms before): a new one would not be ready sooner.
+    with SandboxPool(2) as p:
+        began = time.monotonic()
+        asyncio.run(p.warm(1))
+        start = time.monotonic() - began
+        batch = max(0.025, 0.5 * start)  # longer than the old 20 ms, shorter than a start
+        results = p.run_sync(job("nap"), [[batch / 4]] * 4)
+        assert all(r.ok for r in results)
+        assert p.workers_started == 1
+
+
+def test_warm_soon_starts_the_worker_before_the_caller_awaits():
+    async def main():
+        async with SandboxPool(2) as p:
+            ready = p.warm_soon(1)
+            deadline = time.monotonic() + 10
+            while not p.worker_pids() and time.monotonic() < deadline:
+                time.sleep(0.01)  # blocks the loop: only the pool thread can start the worker
+            pids = p.worker_pids()
+            await ready
+            await p.warm(1)  # one is running: nothing more starts
+            return pids, p.workers_started
+
+    pids, started = asyncio.run(main())
+    assert len(pids) == 1 and started == 1
 
 
 def test_warm_and_a_check_at_once_start_one_worker():

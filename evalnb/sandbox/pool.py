@@ -34,7 +34,7 @@ FRAME_SECONDS = 0.01  # once a job's calls are known to be fast: about this much
 MAX_CONSECUTIVE_LOSSES = 3
 SEND_TIMEOUT_SECONDS = 60.0
 STALL_CHECK_SECONDS = 0.25  # how often a silent worker's progress slot is looked at
-SPREAD_SECONDS = 0.02  # how long a batch's extra thread waits for a busy worker before starting one
+SPREAD_SECONDS = 0.02  # at least this long a batch's extra thread waits for a busy worker (see _checkout)
 START_WAIT_SECONDS = START_TIMEOUT_SECONDS  # how long a caller waits for a worker another is starting
 
 
@@ -52,6 +52,7 @@ class _Shared:
         self.idle: list[WorkerProcess] = []
         self.busy: set[WorkerProcess] = set()
         self.starting = 0
+        self.start_seconds = 0.0  # how long the latest worker took to start
         self.closed = False
         self.owner_pid = os.getpid()
 
@@ -216,15 +217,30 @@ class SandboxPool:
 
         Up to `count` (default: the pool size) in all: workers already running or starting count.
         """
+        await self.warm_soon(count)
+
+    def warm_soon(self, count: int | None = None) -> asyncio.Future:
+        """:meth:`warm`, but the workers start now rather than when the caller next awaits.
+
+        A run calls this before it opens its store record and reads its rows, so the worker's
+        ~60 ms start overlaps that work. The future is done when the workers are ready.
+        """
         count = self.size if count is None else min(count, self.size)
         shared = self._shared
         with shared.lock:
             missing = count - len(shared.idle) - len(shared.busy) - shared.starting
         loop = asyncio.get_running_loop()
-        workers = await asyncio.gather(*[loop.run_in_executor(self._executor, self._checkout)
-                                         for _ in range(max(0, missing))])
-        for worker in workers:
-            self._checkin(worker)
+        return asyncio.gather(*[loop.run_in_executor(self._executor, self._warm_one, count)
+                                for _ in range(max(0, missing))])
+
+    def _warm_one(self, count: int) -> None:
+        """Start one more worker unless `count` are running or starting by now."""
+        shared = self._shared
+        with shared.lock:
+            if shared.closed or len(shared.idle) + len(shared.busy) + shared.starting >= count:
+                return
+            shared.starting += 1
+        self._checkin(self._launch())
 
     def close(self) -> None:
         """Stop every worker and remove their temp folders. Safe to call twice."""
@@ -263,14 +279,16 @@ class SandboxPool:
         """A worker for the caller: an idle one, else a new one.
 
         Starting a worker costs ~30-80 ms of another process's CPU, more than a whole batch
-        of fast calls, so the caller first waits for one that is starting, then up to
-        `SPREAD_SECONDS` for a busy one to come free. A batch's thread that has no frame yet
-        (`batch` given) gives up (None) if the batch's frames are all taken meanwhile: fast
-        code runs on the workers there are, and slow code still gets its extra workers,
-        20 ms late.
+        of fast calls, so the caller first waits for one that is starting, then for a busy
+        one to come free, for as long as the latest worker took to start (at least
+        `SPREAD_SECONDS`): a new worker would not be ready sooner. A batch's thread that has
+        no frame yet (`batch` given) gives up (None) if the batch's frames are all taken
+        meanwhile: fast code runs on the workers there are, and slow code still gets its
+        extra workers, one worker start late. (A fixed 20 ms wait started a second worker
+        for fast graders whenever a busy event loop delayed the pool thread's reply.)
         """
         shared = self._shared
-        spread_until = time.monotonic() + SPREAD_SECONDS
+        spread_until = time.monotonic() + max(SPREAD_SECONDS, shared.start_seconds)
         start_until = time.monotonic() + START_WAIT_SECONDS
         with shared.changed:
             while True:
@@ -286,13 +304,19 @@ class SandboxPool:
                 now = time.monotonic()
                 if shared.starting and now < start_until:
                     shared.changed.wait(min(start_until - now, STALL_CHECK_SECONDS))
-                    if not shared.starting:  # it started (and went to its starter): the
-                        spread_until = time.monotonic() + SPREAD_SECONDS  # spread wait begins now
+                    if not shared.starting:  # it started (and went to its starter): the spread wait begins now
+                        spread_until = time.monotonic() + max(SPREAD_SECONDS, shared.start_seconds)
                 elif shared.busy and now < spread_until:
                     shared.changed.wait(spread_until - now)
                 else:
                     break
             shared.starting += 1
+        return self._launch()
+
+    def _launch(self) -> WorkerProcess:
+        """Start a worker the caller has already counted in `starting`; it comes back busy."""
+        shared = self._shared
+        began = time.monotonic()
         try:
             worker = WorkerProcess.start(memory_mb=self.memory_mb, file_mb=self.file_mb, seccomp=self._seccomp)
         except BaseException:
@@ -302,6 +326,7 @@ class SandboxPool:
             raise
         with shared.changed:
             shared.starting -= 1
+            shared.start_seconds = time.monotonic() - began
             shared.changed.notify_all()
             self.workers_started += 1
             self.isolation = worker.isolation
