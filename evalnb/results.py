@@ -285,11 +285,15 @@ class RunResult:
         tasks += sorted(set(frame["task_id"].unique()) - set(tasks))
         models = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
         models += sorted(set(frame["model"].unique()) - set(models))
-        frame["task_id"] = pd.Categorical(frame["task_id"], categories=tasks, ordered=True)
-        frame["model"] = pd.Categorical(frame["model"], categories=models, ordered=True)
-        frame = frame.sort_values(["task_id", "model", "sample_index"], kind="stable").reset_index(drop=True)
-        frame["task_id"] = frame["task_id"].astype(str)
-        frame["model"] = frame["model"].astype(str)
+        # rows in run order (tasks, then models, as the run listed them), then by item; the
+        # store reads them sorted by name, often the same order, and then nothing moves
+        import numpy as np
+
+        task_rank = pd.Categorical(frame["task_id"], categories=tasks).codes
+        model_rank = pd.Categorical(frame["model"], categories=models).codes
+        order = np.lexsort((frame["sample_index"].to_numpy(), model_rank, task_rank))
+        if (order != np.arange(len(order))).any():
+            frame = frame.take(order).reset_index(drop=True)
         return frame, columns
 
     @cached_property
