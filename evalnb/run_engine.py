@@ -89,9 +89,9 @@ class RunEngine(GradingPipeline):
             store = self.store = self._store or Store()
             self._open_run()
         except BaseException:
-            warm.cancel()
-            await asyncio.gather(warm, return_exceptions=True)
+            # close first: a worker still starting is then stopped as soon as it is up
             await self.pool.aclose()
+            await asyncio.gather(warm, return_exceptions=True)
             raise
         self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
         self.writer = store.writer(self.run_id)

@@ -12,6 +12,7 @@ import math
 import statistics
 import sys
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -746,3 +747,26 @@ def test_a_fresh_process_loads_pandas_before_the_first_call(tmp_path):
                           timeout=120, env={**os.environ, "EVALNB_HOME": str(tmp_path / "home")})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"calls": 30, "with_pandas": 30, "samples": 30}
+
+
+def test_a_store_that_cannot_open_fails_the_run_and_leaves_no_worker(make_suite, model_server, tmp_path, monkeypatch):
+    # the sandbox worker starts before the store opens (it overlaps that work): when the store
+    # fails, the worker it started must not outlive the run
+    import os
+
+    def children() -> set[int]:
+        found = set()
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as f:
+                found.update(int(pid) for pid in f.read().split())
+        return found
+
+    suite = make_suite({"add": rows(3)})
+    server = model_server()
+    before = children()
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv("EVALNB_HOME", str(tmp_path / "file" / "home"))
+    with pytest.raises(NotADirectoryError):
+        evalnb.run(suite, _models(server, ("m", "chat")), progress=False)
+    assert server.request_count == 0
+    assert children() - before == set()  # stopped before the error reached the caller

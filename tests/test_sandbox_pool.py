@@ -365,6 +365,13 @@ def test_warm_soon_starts_the_worker_before_the_caller_awaits():
     assert len(pids) == 1 and started == 1
 
 
+def test_warming_a_closed_pool_says_so():
+    p = SandboxPool(1)
+    p.close()
+    with pytest.raises(SandboxError, match="closed"):
+        asyncio.run(p.warm(1))
+
+
 def test_warm_and_a_check_at_once_start_one_worker():
     async def main():
         async with SandboxPool(2) as p:

@@ -225,6 +225,7 @@ class SandboxPool:
         A run calls this before it opens its store record and reads its rows, so the worker's
         ~60 ms start overlaps that work. The future is done when the workers are ready.
         """
+        self._check_open()
         count = self.size if count is None else min(count, self.size)
         shared = self._shared
         with shared.lock:
