@@ -289,7 +289,11 @@ class SandboxPool:
         for fast graders whenever a busy event loop delayed the pool thread's reply.)
         """
         shared = self._shared
-        spread_until = time.monotonic() + max(SPREAD_SECONDS, shared.start_seconds)
+
+        def spread_deadline() -> float:
+            return time.monotonic() + max(SPREAD_SECONDS, shared.start_seconds)
+
+        spread_until = spread_deadline()
         start_until = time.monotonic() + START_WAIT_SECONDS
         with shared.changed:
             while True:
@@ -306,7 +310,7 @@ class SandboxPool:
                 if shared.starting and now < start_until:
                     shared.changed.wait(min(start_until - now, STALL_CHECK_SECONDS))
                     if not shared.starting:  # it started (and went to its starter): the spread wait begins now
-                        spread_until = time.monotonic() + max(SPREAD_SECONDS, shared.start_seconds)
+                        spread_until = spread_deadline()
                 elif shared.busy and now < spread_until:
                     shared.changed.wait(spread_until - now)
                 else:
