@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalnb.grading import Grader, make_item  # noqa: E402
+from evalnb.scoring.grading import Grader, make_item  # noqa: E402
 from evalnb.sandbox import Job, SandboxPool, UserCode  # noqa: E402
 
 EXACT_MATCH = """

@@ -184,7 +184,7 @@ def main() -> None:
     dt, _ = best_of(args.repeats, store.list_runs)
     print(f"Store.list_runs: {dt * 1000:.1f} ms")
     try:
-        from evalnb.results import RunResult
+        from evalnb.results.run_result import RunResult
 
         def load() -> None:
             result = RunResult(store, run_id)

@@ -16,12 +16,12 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     # manifest and rendering
-    "Suite": "evalnb.manifest",
-    "Task": "evalnb.manifest",
-    "Generation": "evalnb.generation",
-    "Item": "evalnb.prepare",
-    "render_template": "evalnb.templates",
-    "extract_output": "evalnb.extraction",
+    "Suite": "evalnb.suite",
+    "Task": "evalnb.suite",
+    "Generation": "evalnb.suite.generation",
+    "Item": "evalnb.suite.items",
+    "render_template": "evalnb.suite.templates",
+    "extract_output": "evalnb.scoring.extraction",
     # errors
     "EvalnbError": "evalnb.errors",
     "ManifestError": "evalnb.errors",
@@ -32,19 +32,19 @@ _EXPORTS: dict[str, str] = {
     "ProviderError": "evalnb.errors",
     # models and runs
     "Model": "evalnb.providers",
-    "run": "evalnb.runner",
-    "arun": "evalnb.runner",
-    "resume": "evalnb.runner",
-    "runs": "evalnb.runner",
-    "load_run": "evalnb.runner",
-    "RunResult": "evalnb.results",
+    "run": "evalnb.runner.api",
+    "arun": "evalnb.runner.api",
+    "resume": "evalnb.runner.api",
+    "runs": "evalnb.runner.api",
+    "load_run": "evalnb.runner.api",
+    "RunResult": "evalnb.results.run_result",
     # notebook
     "preview": "evalnb.widgets",
     # modules used as namespaces
     "files": "evalnb.data.files",
     "graders": "evalnb.graders",
     "plots": "evalnb.plots",
-    "stats": "evalnb.stats",
+    "stats": "evalnb.results.stats",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -75,12 +75,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         SandboxError,
         TemplateError,
     )
-    from evalnb.extraction import extract_output
-    from evalnb.generation import Generation
-    from evalnb.manifest import Suite, Task
-    from evalnb.prepare import Item
+    from evalnb.scoring.extraction import extract_output
+    from evalnb.suite.generation import Generation
+    from evalnb.suite import Suite, Task
+    from evalnb.suite.items import Item
     from evalnb.providers import Model
-    from evalnb.results import RunResult
-    from evalnb.runner import arun, load_run, resume, run, runs
-    from evalnb.templates import render_template
+    from evalnb.results.run_result import RunResult
+    from evalnb.runner.api import arun, load_run, resume, run, runs
+    from evalnb.suite.templates import render_template
     from evalnb.widgets import preview

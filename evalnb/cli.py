@@ -26,9 +26,9 @@ from evalnb.errors import EvalnbError, ManifestError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnb.manifest import Suite
+    from evalnb.suite import Suite
     from evalnb.providers.model import Model
-    from evalnb.results import RunResult
+    from evalnb.results.run_result import RunResult
     from evalnb.store import Store
 
 EXPORT_FORMATS = ("jsonl", "csv", "parquet")
@@ -190,7 +190,7 @@ def _json_object(text: str) -> dict[str, Any]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from evalnb.manifest import dataset_kind
+    from evalnb.suite.manifest import dataset_kind
 
     suite = _load_suite(args.file)
     tasks = ", ".join(f"{t.id} ({t.type}, {dataset_kind(t.dataset)} dataset)" for t in suite.tasks)
@@ -201,7 +201,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _load_suite(path: str) -> Suite:
     """The suite in `path`, or every manifest problem on stderr and exit 1."""
-    from evalnb.manifest import Suite
+    from evalnb.suite import Suite
 
     file = Path(path)
     if not file.exists():
@@ -248,7 +248,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from evalnb.runner import run
+    from evalnb.runner.api import run
 
     suite = _load_suite(args.file)
     models = [_model(spec, args, "model") for spec in args.model]
@@ -279,7 +279,7 @@ def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
     """``NAME[@BASE_URL]`` (parsed as `evalnb.run` does) with --api and --api-key-env applied."""
     from dataclasses import replace
 
-    from evalnb.run_plan import as_model
+    from evalnb.runner.plan import as_model
 
     model = as_model(spec, what)
     changes: dict[str, Any] = {}
@@ -337,7 +337,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from evalnb.results import RunResult
+    from evalnb.results.run_result import RunResult
 
     store = _open_store()
     with store:
@@ -364,7 +364,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from evalnb.results import RunResult
+    from evalnb.results.run_result import RunResult
 
     fmt = args.format or _format_of(args.output) or "jsonl"
     if fmt == "parquet" and args.output == "-":

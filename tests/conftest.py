@@ -24,7 +24,7 @@ def evalnb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def make_suite(tmp_path: Path) -> Callable[..., Any]:
     """``make_suite({"t1": rows, ...}, t1={"grader": ...})`` -> a Suite over JSONL in tmp_path."""
-    from evalnb.manifest import Suite
+    from evalnb.suite import Suite
     from helpers.runner_kit import manifest
 
     def build(tasks: dict[str, list[dict]], **fields_by_task: dict) -> Suite:
@@ -56,7 +56,7 @@ def model_server() -> Callable[..., Any]:
 def widget_displays(monkeypatch: pytest.MonkeyPatch) -> list:
     """Pretend to be in Jupyter and collect the progress panels (WidgetDisplay) runs build."""
     pytest.importorskip("ipywidgets")
-    import evalnb.progress as progress
+    import evalnb.runner.progress as progress
 
     made: list = []
 

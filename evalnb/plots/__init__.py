@@ -2,7 +2,7 @@
 and cost against score.
 
 Every figure takes the DataFrames of a run (``metrics``, ``scores``, ``samples``) or the tables
-of ``evalnb.comparison``, uses ``plotly_white``, gives each model the same colour everywhere
+of ``evalnb.results.comparison``, uses ``plotly_white``, gives each model the same colour everywhere
 (``model_colors``, keyed by sorted model names) and is deterministic, so saved notebook outputs
 compare exactly under nbval. pandas and plotly are imported only when a figure is built.
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from evalnb.comparison import all_binary, require_columns
+from evalnb.results.comparison import all_binary, require_columns
 from evalnb.plots._style import (
     BOTTOM_PX,
     ROW_PX,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from evalnb.comparison import check_choice, check_unique, require_columns, select_metric_rows
+from evalnb.results.comparison import check_choice, check_unique, require_columns, select_metric_rows
 from evalnb.plots._style import (
     ROW_PX,
     BOTTOM_PX,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evalnb.comparison import ALL_TASKS, require_columns
+from evalnb.results.comparison import ALL_TASKS, require_columns
 from evalnb.plots._style import (
     BOTTOM_PX,
     TOP_PX,

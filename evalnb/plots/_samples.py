@@ -6,8 +6,8 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from evalnb import stats
-from evalnb.comparison import SCORE_COLUMNS, require_columns, select_metric_rows
+from evalnb.results import stats
+from evalnb.results.comparison import SCORE_COLUMNS, require_columns, select_metric_rows
 from evalnb.plots._style import (
     BOTTOM_PX,
     TOP_PX,

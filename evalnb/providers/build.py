@@ -129,7 +129,7 @@ def _add_passthrough(body: dict[str, Any], g: dict[str, Any]) -> None:
             body[key] = g[key]
     extra = g.get("extra_body")
     if isinstance(extra, dict):
-        from evalnb.generation import safe_extra_body  # lazy: pulls in pydantic and the manifest
+        from evalnb.suite.generation import safe_extra_body  # lazy: pulls in pydantic and the manifest
 
         for key, value in safe_extra_body(extra).items():
             if str(key).lower() not in IDENTITY_KEYS:

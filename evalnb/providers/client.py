@@ -10,7 +10,6 @@ import asyncio
 import copy
 import json
 import random
-import re
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -19,7 +18,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalnb.errors import ProviderError
 from evalnb.providers.aimd import AdaptiveLimit
-from evalnb.providers.bridge import chat_to_responses, responses_to_chat
 from evalnb.providers.build import build_chat_request, build_responses_request, canonical
 from evalnb.providers.model import Model
 from evalnb.providers.parse import (
@@ -31,7 +29,9 @@ from evalnb.providers.parse import (
     responses_output_text,
 )
 from evalnb.providers.pool import ClientPool
+from evalnb.providers.responses_compat import chat_to_responses, responses_to_chat
 from evalnb.providers.retry import DEFAULT_BASE_S, DEFAULT_CAP_S, is_retryable_status, next_delay
+from evalnb.redaction import redact
 
 if TYPE_CHECKING:
     import httpx
@@ -401,21 +401,8 @@ def _chat_as_responses(body: Any) -> dict[str, Any]:
     return chat_to_responses(body)
 
 
-_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
-_SK = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    """`text` with every secret (and anything that looks like a bearer token or key) masked."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret:
-            text = text.replace(secret, "[redacted]")
-    text = _BEARER.sub(r"\1[redacted]", text)
-    return _SK.sub("[redacted]", text)
-
-
 def _is_empty(text: str) -> bool:
     """Empty after the `none` cleaning (the runner's definition)."""
-    from evalnb.extraction import clean_output  # lazy: the regex module loads on first use
+    from evalnb.scoring.extraction import clean_output  # lazy: the regex module loads on first use
 
     return not clean_output(text)

@@ -1,7 +1,7 @@
 """Worker processes for user code (preprocessors and graders), never run in the caller's process.
 
 ``SandboxPool`` owns the workers; ``run_preprocessor`` applies a task's preprocessor to rows;
-``preprocess`` is the seam ``prepare.py`` calls. The wire format is in ``protocol.py``, the
+``preprocess`` is the seam ``suite/items.py`` calls. The wire format is in ``protocol.py``, the
 child's loop in ``worker.py`` (with the grader's ``ctx`` in ``context.py``) and its limits in
 ``limits.py`` and ``seccomp.py``; ``process.py`` and ``pool.py`` are the parent's side.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .job import CallResult, CodeLoadError, Job, UserCode, spec_value, user_code_from_spec
 from .pool import SandboxPool
-from .preprocess import arun_preprocessor, default_pool, preprocess, run_preprocessor
+from .preprocessing import arun_preprocessor, default_pool, preprocess, run_preprocessor
 
 __all__ = [
     "CallResult",

@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import SandboxError
 from . import protocol
 from evalnb._gc import gc_paused
-from ._sync import run_sync
+from evalnb.aio import run_sync
 from .bridging import Bridge, answer_bridge, bridge_caller
 from .job import CallResult, CodeLoadError, Job
 from .process import START_TIMEOUT_SECONDS, Cancelled, WorkerGone, WorkerProcess
@@ -210,7 +210,7 @@ class SandboxPool:
 
     def run_sync(self, job: Job, calls: Sequence[list], *, bridge: Bridge | None = None) -> list[CallResult]:
         """:meth:`run` for plain (non-async) code; works inside a running loop too."""
-        return run_sync(lambda: self.run(job, calls, bridge=bridge))
+        return run_sync(self.run(job, calls, bridge=bridge))
 
     async def warm(self, count: int | None = None) -> None:
         """Start workers ahead of time so the first batch does not wait for them.

@@ -10,12 +10,12 @@ from __future__ import annotations
 from evalnb.store._codec import SAMPLE_FIELDS, SAMPLE_STATUSES
 from evalnb.store._keys import (
     canonical_json,
-    redact,
     request_key,
     request_key_function,
     run_signature,
     sanitize_models,
 )
+from evalnb.redaction import redact
 from evalnb.store._reuse import row_digest
 from evalnb.store._runs import RUN_STATUSES, UnknownRunError, UnknownSuiteError, new_run_id
 from evalnb.store._schema import SCHEMA_VERSION

@@ -1,4 +1,4 @@
-"""Pure helpers for identity and secrecy: canonical JSON, cache keys, run signatures, redaction.
+"""Pure helpers for identity: canonical JSON, cache keys, run signatures, persistable models.
 
 Everything here is a pure function so the runner, the store and the tests agree on what
 "the same request" and "the same run" mean without touching SQLite.
@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-REDACTED = "[redacted]"
+from evalnb.redaction import redact_url
 
 # Generation fields that change how we call, never what comes back: a new timeout or retry
 # budget must not invalidate the output cache or start a new run.
@@ -22,16 +20,6 @@ EXECUTION_ONLY_FIELDS = frozenset({"timeout_seconds", "max_retries", "max_empty_
 # Fields of a model description that are safe to persist; everything else (api_key,
 # headers, ...) is dropped on the way in.
 MODEL_FIELDS = ("name", "base_url", "api", "label")
-
-_SECRET_KEY_NAMES = frozenset(
-    {
-        "api_key", "apikey", "x_api_key", "authorization", "proxy_authorization", "password",
-        "passwd", "secret", "client_secret", "access_token", "refresh_token", "auth_token",
-        "bearer", "hf_token", "token", "cookie", "set_cookie", "private_key",
-    }
-)
-_SECRET_KEY_SUFFIXES = ("_api_key", "_apikey", "_secret", "_password", "_access_token", "_auth_token")
-
 
 def canonical_json(obj: Any) -> str:
     """JSON with sorted keys and no spaces: equal data gives equal text (and equal hashes)."""
@@ -122,75 +110,6 @@ def run_signature(
         "embedding_model": embedding_model,
     }
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
-
-
-def is_secret_key(name: str) -> bool:
-    """True for dict keys that name credentials (api_key, Authorization, *_secret, ...)."""
-    norm = name.strip().lower().replace("-", "_")
-    return norm in _SECRET_KEY_NAMES or norm.endswith(_SECRET_KEY_SUFFIXES)
-
-
-def redact_url(url: str) -> str:
-    """Drop `user:password@` and credential-looking query parameters from a URL."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[-1] if "@" in parts.netloc else parts.netloc
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(is_secret_key(k) or k.lower() == "key" for k, _ in pairs):
-            query = urlencode([(k, REDACTED if is_secret_key(k) or k.lower() == "key" else v) for k, v in pairs])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def redact(obj: Any, secrets: Iterable[str] = ()) -> Any:
-    """A copy of `obj` (JSON-like) with credential-named keys and known secret strings masked.
-
-    Values under keys such as `api_key` or `Authorization` become "[redacted]", and any
-    occurrence of a string in `secrets` (the actual keys in use) inside any string is replaced.
-    """
-    known = sorted({s for s in secrets if isinstance(s, str) and len(s) >= 4}, key=len, reverse=True)
-    pattern = re.compile("|".join(re.escape(s) for s in known)) if known else None
-    return _redact(obj, pattern)
-
-
-def _redact(obj: Any, pattern: re.Pattern[str] | None) -> Any:
-    if isinstance(obj, str):
-        return pattern.sub(REDACTED, obj) if pattern is not None else obj
-    if isinstance(obj, Mapping):
-        return {
-            k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v is not None else _redact(v, pattern))
-            for k, v in obj.items()
-        }
-    if isinstance(obj, (list, tuple)):
-        return [_redact(v, pattern) for v in obj]
-    return obj
-
-
-def model_secrets(model: Any) -> list[str]:
-    """The credential strings a Model-like object carries (its api_key and auth headers).
-
-    `evalnb.Model.secrets()` also resolves a key read from the environment.
-    """
-    found: list[str] = []
-    secrets_method = getattr(model, "secrets", None)
-    if callable(secrets_method) and not isinstance(model, Mapping):
-        found.extend(s for s in secrets_method() if isinstance(s, str))
-    get = model.get if isinstance(model, Mapping) else lambda k, d=None: getattr(model, k, d)
-    for name in ("api_key", "key", "token"):
-        value = get(name, None)
-        if isinstance(value, str) and value:
-            found.append(value)
-    headers = get("headers", None)
-    if isinstance(headers, Mapping):
-        for k, v in headers.items():
-            if isinstance(v, str) and is_secret_key(str(k)):
-                found.append(v)
-                if v.lower().startswith("bearer "):
-                    found.append(v[7:])
-    return found
 
 
 def sanitize_models(models: Iterable[Any]) -> list[dict[str, Any]]:

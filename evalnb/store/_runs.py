@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from evalnb.errors import EvalnbError
 from evalnb.store._codec import SAMPLE_STATUSES, from_json, to_json
-from evalnb.store._keys import canonical_generation, canonical_json, model_secrets, redact, run_signature, sanitize_models
+from evalnb.redaction import model_secrets, redact
+from evalnb.store._keys import canonical_generation, canonical_json, run_signature, sanitize_models
 from evalnb.store._owner import current_owner, owner_alive
 
 if TYPE_CHECKING:

@@ -23,15 +23,16 @@ from evalnb.store._codec import (
     to_json,
     write_ops,
 )
-from evalnb.store._keys import canonical_json, redact
+from evalnb.redaction import redact
+from evalnb.store._keys import canonical_json
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
 from evalnb.store._schema import connect, ensure_schema
+from evalnb.store._writer import StoreWriter
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnb.store._writer import StoreWriter
 
 _IN_CHUNK = 500  # keys per IN (...) query: well under SQLite's variable limit
 
@@ -187,9 +188,7 @@ class Store(RunRecords, GradeReuse):
 
     def writer(self, run_id: str | None = None, **options: Any) -> StoreWriter:
         """A group-committing background writer on its own connection (see `StoreWriter`)."""
-        from evalnb.store._writer import StoreWriter
-
-        return StoreWriter(self, run_id=run_id, **options)
+        return StoreWriter(self._connect, self._scrub_sample, run_id=run_id, **options)
 
     def sample_columns(self, run_id: str, *, batch_size: int = 5000) -> dict[str, list[Any]]:
         """Every sample of a run as columns (field -> list, in `iter_samples` order), JSON decoded.

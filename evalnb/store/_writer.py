@@ -18,17 +18,15 @@ each run one writer.
 from __future__ import annotations
 
 import atexit
+import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from evalnb.errors import EvalnbError
 from evalnb.store._codec import Op, SampleEncoder, encode_output, write_ops
-
-if TYPE_CHECKING:
-    from evalnb.store._store import Store
 
 
 class StoreWriteError(EvalnbError):
@@ -45,7 +43,8 @@ class StoreWriter:
 
     def __init__(
         self,
-        store: Store,
+        connect: Callable[[], sqlite3.Connection],
+        scrub: Callable[[Mapping[str, Any]], Mapping[str, Any]],
         *,
         run_id: str | None = None,
         interval_s: float = 0.05,
@@ -70,8 +69,8 @@ class StoreWriter:
         self._closed = False
         self._encoder = SampleEncoder()
         self._encode_lock = threading.Lock()  # encode + enqueue in one step: queue order = encoder's memory order
-        self._scrub = store._scrub_sample
-        self._conn = store._connect()
+        self._scrub = scrub
+        self._conn = connect()
         self.checkpointed: threading.Thread | None = None  # set by close(): the background checkpoint
         self._thread = threading.Thread(target=self._loop, name="evalnb-store-writer", daemon=True)
         self._thread.start()

@@ -6,7 +6,7 @@ Both are plain Python objects holding ipywidgets (imported when a widget is buil
 
 from __future__ import annotations
 
-from evalnb.widgets.browse import BrowseWidget, browse
-from evalnb.widgets.preview import PreviewWidget, preview
+from evalnb.widgets.browse_widget import BrowseWidget, browse
+from evalnb.widgets.preview_widget import PreviewWidget, preview
 
 __all__ = ["BrowseWidget", "PreviewWidget", "browse", "preview"]

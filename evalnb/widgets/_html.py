@@ -12,11 +12,11 @@ import html
 import json
 from typing import TYPE_CHECKING, Any
 
-from evalnb.templates import render_spans
+from evalnb.suite.templates import render_spans
 
 if TYPE_CHECKING:
-    from evalnb.manifest import Task
-    from evalnb.prepare import Item
+    from evalnb.suite.manifest import Task
+    from evalnb.suite.items import Item
 
 Spans = list[tuple[str, "str | None", bool]]
 

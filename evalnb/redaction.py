@@ -1,0 +1,112 @@
+"""One redaction rule for everything evalnb shows or keeps: errors, outputs, the store, exports.
+
+Known secrets (the keys of the run's models, judges and embedding models, and credential
+header values) are masked wherever they occur in any string; so is anything shaped like a
+bearer token or an OpenAI-style ``sk-`` key; values under credential-named keys (``api_key``,
+``Authorization``, ``*_secret``, ...) are masked whole; URLs lose ``user:password@`` and
+credential query parameters (``redact_url``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+__all__ = ["REDACTED", "is_secret_key", "model_secrets", "redact", "redact_url"]
+
+REDACTED = "[redacted]"
+MIN_SECRET_LENGTH = 4  # shorter strings would mask ordinary words
+
+_SECRET_KEY_NAMES = frozenset(
+    {
+        "api_key", "apikey", "x_api_key", "authorization", "proxy_authorization", "password",
+        "passwd", "secret", "client_secret", "access_token", "refresh_token", "auth_token",
+        "bearer", "hf_token", "token", "cookie", "set_cookie", "private_key",
+    }
+)
+_SECRET_KEY_SUFFIXES = ("_api_key", "_apikey", "_secret", "_password", "_access_token", "_auth_token")
+
+
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
+_SK = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
+
+
+def is_secret_key(name: str) -> bool:
+    """True for dict keys that name credentials (api_key, Authorization, *_secret, ...)."""
+    norm = name.strip().lower().replace("-", "_")
+    return norm in _SECRET_KEY_NAMES or norm.endswith(_SECRET_KEY_SUFFIXES)
+
+
+def redact_url(url: str) -> str:
+    """Drop `user:password@` and credential-looking query parameters from a URL."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[-1] if "@" in parts.netloc else parts.netloc
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(is_secret_key(k) or k.lower() == "key" for k, _ in pairs):
+            query = urlencode([(k, REDACTED if is_secret_key(k) or k.lower() == "key" else v) for k, v in pairs])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def redact(obj: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of `obj` (a string or JSON-like data) with every secret masked (see the module).
+
+    Values under keys such as `api_key` or `Authorization` become "[redacted]"; any occurrence
+    of a string in `secrets` (the actual keys in use), a bearer token or an ``sk-`` key inside
+    any string is replaced.
+    """
+    known = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
+    pattern = re.compile("|".join(re.escape(s) for s in known)) if known else None
+    return _redact(obj, pattern)
+
+
+def _redact_text(text: str, pattern: re.Pattern[str] | None) -> str:
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    text = _BEARER.sub(r"\1" + REDACTED, text)
+    return _SK.sub(REDACTED, text) if "sk-" in text else text
+
+
+def _redact(obj: Any, pattern: re.Pattern[str] | None) -> Any:
+    if isinstance(obj, str):
+        return _redact_text(obj, pattern)
+    if isinstance(obj, Mapping):
+        return {
+            k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v is not None else _redact(v, pattern))
+            for k, v in obj.items()
+        }
+    if isinstance(obj, (list, tuple)):
+        return [_redact(v, pattern) for v in obj]
+    return obj
+
+
+def model_secrets(model: Any) -> list[str]:
+    """The credential strings a Model-like object carries (its api_key and auth headers).
+
+    `evalnb.Model.secrets()` also resolves a key read from the environment.
+    """
+    found: list[str] = []
+    secrets_method = getattr(model, "secrets", None)
+    if callable(secrets_method) and not isinstance(model, Mapping):
+        found.extend(s for s in secrets_method() if isinstance(s, str))
+    get = model.get if isinstance(model, Mapping) else lambda k, d=None: getattr(model, k, d)
+    for name in ("api_key", "key", "token"):
+        value = get(name, None)
+        if isinstance(value, str) and value:
+            found.append(value)
+    headers = get("headers", None)
+    if isinstance(headers, Mapping):
+        for k, v in headers.items():
+            if isinstance(v, str) and is_secret_key(str(k)):
+                found.append(v)
+                if v.lower().startswith("bearer "):
+                    found.append(v[7:])
+    return found
+
+

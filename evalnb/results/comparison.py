@@ -1,0 +1,297 @@
+"""Paired comparisons of models on the same items: the tables behind "is model A better than B?".
+
+Two models answered the same items, so their per-item differences carry the comparison: the
+item-to-item variation both models share cancels out, and the interval is far tighter than two
+independent intervals side by side would suggest. ``paired`` gives the table (bootstrap interval,
+t stderr, exact McNemar for 0/1 metrics); ``agreement`` gives the item-level view behind it.
+
+Inputs are the long ``scores`` frame (task_id, model, sample_index, metric, value) and the
+``samples`` frame of a run. NaN values are "not scored" and never pair. pandas is imported lazily.
+The frame helpers at the bottom are shared with ``evalnb.plots`` (not part of ``__all__``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from evalnb.results import stats
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["ALL_TASKS", "agreement", "paired"]
+
+ALL_TASKS = "all tasks"
+"""``task_id`` of the pooled row of ``paired`` (items keyed by (task_id, sample_index))."""
+
+SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
+PAIRED_COLUMNS = (
+    "model_a", "model_b", "task_id", "metric", "n_pairs", "mean_a", "mean_b", "mean_diff",
+    "ci_low", "ci_high", "stderr", "n01", "n10", "mcnemar_p",
+)
+
+
+def paired(
+    scores: pd.DataFrame,
+    model_a: str,
+    model_b: str,
+    *,
+    task_id: str | Sequence[str] | None = None,
+    metric: str | None = None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per task comparing ``model_a`` with ``model_b`` on the items both were scored on.
+
+    ``mean_diff`` is a − b over paired items (``mean_a``/``mean_b`` are over the same items);
+    ``ci_low``/``ci_high`` are the paired percentile bootstrap, ``stderr`` the t stderr of the
+    differences. For 0/1 metrics ``n01`` (a wrong, b right), ``n10`` and the exact McNemar p are
+    filled in. ``metric=None`` takes each task's first metric. With two or more tasks that share
+    the metric, a last row ``task_id == "all tasks"`` pools items keyed by (task_id, sample_index).
+    A task where the two models share no scored item gets ``n_pairs == 0`` and empty statistics.
+    """
+    import pandas as pd
+
+    require_columns(scores, SCORE_COLUMNS, "scores")
+    if model_a == model_b:
+        raise ValueError(f"paired() needs two different models, got {model_a!r} twice")
+    models = sorted_unique(scores["model"])
+    for model in (model_a, model_b):
+        check_choice(model, models, "model")
+    chosen = select_metric_rows(scores, task_id=task_id, metric=metric, frame_name="scores")
+    chosen = chosen[chosen["model"].isin([model_a, model_b])]
+    check_unique(chosen, ("task_id", "model", "metric", "sample_index"), "scores")
+
+    rows: list[dict[str, Any]] = []
+    pooled_a: dict[tuple[str, Any], Any] = {}
+    pooled_b: dict[tuple[str, Any], Any] = {}
+    for (task, metric_id), group in chosen.groupby(["task_id", "metric"], sort=True):
+        a = _values(group, model_a)
+        b = _values(group, model_b)
+        rows.append(_paired_row(task, metric_id, a, b, n_resamples, seed))
+        pooled_a.update({(task, k): v for k, v in a.items()})
+        pooled_b.update({(task, k): v for k, v in b.items()})
+
+    if not any(row["n_pairs"] for row in rows):
+        where = f"task {task_id!r}" if isinstance(task_id, str) else "any task"
+        raise ValueError(
+            f"models {model_a!r} and {model_b!r} have no scored items in common in {where} "
+            f"(metric {metric or 'first per task'}); nothing to pair"
+        )
+    one_metric = len({row["metric"] for row in rows}) == 1
+    if len(rows) > 1 and one_metric and all(row["task_id"] != ALL_TASKS for row in rows):
+        pooled = _paired_row(ALL_TASKS, rows[0]["metric"], pooled_a, pooled_b, n_resamples, seed)
+        rows.append(pooled)
+    table = pd.DataFrame([{"model_a": model_a, "model_b": model_b, **r} for r in rows])
+    table = table[list(PAIRED_COLUMNS)]
+    for column in ("n01", "n10"):
+        table[column] = table[column].astype("Int64")
+    return table
+
+
+def _values(group: pd.DataFrame, model: str) -> dict[Any, Any]:
+    part = group[group["model"] == model]
+    return dict(zip(part["sample_index"].tolist(), part["value"].tolist(), strict=True))
+
+
+def _paired_row(
+    task: str, metric: str, a: dict[Any, Any], b: dict[Any, Any], n_resamples: int, seed: int
+) -> dict[str, Any]:
+    diff = stats.paired_difference(a, b)
+    nan = math.nan
+    row: dict[str, Any] = {
+        "task_id": task, "metric": metric, "n_pairs": diff.n, "mean_a": nan, "mean_b": nan,
+        "mean_diff": nan, "ci_low": nan, "ci_high": nan, "stderr": nan,
+        "n01": None, "n10": None, "mcnemar_p": nan,
+    }
+    if diff.n == 0:
+        return row
+    keys = [k for k in a if k in b and _present(a[k]) and _present(b[k])]
+    pairs = [(float(a[k]), float(b[k])) for k in keys]
+    boot = stats.paired_bootstrap(a, b, n_resamples=n_resamples, seed=seed)
+    row.update(
+        mean_a=math.fsum(x for x, _ in pairs) / len(pairs),
+        mean_b=math.fsum(y for _, y in pairs) / len(pairs),
+        mean_diff=diff.mean_diff,
+        ci_low=_nan(boot.ci_low),
+        ci_high=_nan(boot.ci_high),
+        stderr=_nan(diff.stderr),
+    )
+    if all(x in (0.0, 1.0) and y in (0.0, 1.0) for x, y in pairs):
+        test = stats.mcnemar_exact(a, b)
+        row.update(n01=test.n01, n10=test.n10, mcnemar_p=test.p_value)
+    return row
+
+
+def agreement(
+    scores: pd.DataFrame,
+    samples: pd.DataFrame | None,
+    models: Sequence[str],
+    *,
+    task_id: str | Sequence[str] | None = None,
+    metric: str | None = None,
+) -> pd.DataFrame:
+    """Item-level table: each model's value and extracted output on the items all of them have.
+
+    Columns: task_id, sample_index, metric, ``value:<model>`` and ``output:<model>`` per model
+    (in the order given), ``agree`` (True when every model has the same value, NA when one is not
+    scored) and ``flip`` — for exactly two models and a 0/1 metric, "both", "a_only" (only the
+    first model scored 1), "b_only" or "neither"; otherwise None. Sorted by task and item.
+    ``table.attrs["all_models"]`` lists every model of ``scores`` (for consistent colours).
+    """
+    import pandas as pd
+
+    require_columns(scores, SCORE_COLUMNS, "scores")
+    models = list(models) if not isinstance(models, str) else [models]
+    if len(models) < 2 or len(set(models)) != len(models):
+        raise ValueError(f"agreement() needs two or more distinct models, got {models!r}")
+    available = sorted_unique(scores["model"])
+    for model in models:
+        check_choice(model, available, "model")
+    chosen = select_metric_rows(scores, task_id=task_id, metric=metric, frame_name="scores")
+    chosen = chosen[chosen["model"].isin(models)]
+    check_unique(chosen, ("task_id", "model", "metric", "sample_index"), "scores")
+
+    keys = ["task_id", "metric", "sample_index"]
+    present = chosen.groupby(keys)["model"].nunique()
+    common = present[present == len(models)].index
+    wide = chosen.pivot(index=keys, columns="model", values="value").reindex(columns=models)
+    wide = wide.loc[wide.index.isin(common)]
+    if wide.empty:
+        raise ValueError(
+            f"models {', '.join(map(repr, models))} share no items"
+            f" (task {task_id or 'any'}, metric {metric or 'first per task'})"
+        )
+    table = wide.reset_index().rename(columns={m: f"value:{m}" for m in models})
+    table = table[["task_id", "sample_index", "metric", *[f"value:{m}" for m in models]]]
+    for model in models:
+        table[f"output:{model}"] = _outputs(samples, model, table)
+    values = table[[f"value:{m}" for m in models]].astype(float)
+    missing = values.isna().any(axis=1)
+    same = values.nunique(axis=1, dropna=False) == 1
+    table["agree"] = pd.array([None if m else bool(s) for m, s in zip(missing, same, strict=True)],
+                              dtype="boolean")
+    table["flip"] = _flips(values, models, table["task_id"])
+    table = table.sort_values(["task_id", "sample_index"], kind="stable").reset_index(drop=True)
+    table.attrs["all_models"] = available  # so plots colour models as in the run's other figures
+    return table
+
+
+def _outputs(samples: pd.DataFrame | None, model: str, table: pd.DataFrame) -> list[str | None]:
+    if samples is None:
+        return [None] * len(table)
+    require_columns(samples, ("task_id", "model", "sample_index", "extracted_output"), "samples")
+    part = samples[samples["model"] == model]
+    lookup = {
+        (t, i): (None if _missing(o) else o)
+        for t, i, o in zip(part["task_id"], part["sample_index"], part["extracted_output"],
+                           strict=True)
+    }
+    return [lookup.get((t, i)) for t, i in zip(table["task_id"], table["sample_index"],
+                                               strict=True)]
+
+
+def _flips(values: pd.DataFrame, models: list[str], tasks: pd.Series) -> list[str | None]:
+    """Flip kinds for two models, per task only where that task's values are all 0/1."""
+    if len(models) != 2:
+        return [None] * len(values)
+    binary_tasks = {
+        task for task, part in values.groupby(tasks.to_numpy())
+        if all_binary(part)
+    }
+    kinds = {(1.0, 1.0): "both", (1.0, 0.0): "a_only", (0.0, 1.0): "b_only", (0.0, 0.0): "neither"}
+    out: list[str | None] = []
+    for task, a, b in zip(tasks, values.iloc[:, 0], values.iloc[:, 1], strict=True):
+        out.append(kinds.get((a, b)) if task in binary_tasks else None)
+    return out
+
+
+# ------------------------------------------------------------------ frame helpers (shared)
+
+
+def require_columns(frame: Any, columns: Iterable[str], name: str) -> None:
+    """A clear error when a frame is not a DataFrame or lacks columns (instead of a KeyError)."""
+    if not hasattr(frame, "columns"):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{name} frame is missing column(s) {', '.join(missing)}; "
+            f"it has: {', '.join(map(str, frame.columns))}"
+        )
+
+
+def sorted_unique(series: Any) -> list[Any]:
+    return sorted(set(series.dropna().tolist()), key=str)
+
+
+def check_choice(value: Any, available: Sequence[Any], what: str, where: str = "") -> None:
+    if value not in available:
+        shown = ", ".join(map(repr, available)) or "none"
+        raise ValueError(f"unknown {what} {value!r}{where}; available: {shown}")
+
+
+def check_unique(frame: pd.DataFrame, keys: Sequence[str], name: str) -> None:
+    dup = frame.duplicated(list(keys), keep=False)
+    if dup.any():
+        first = frame.loc[dup, list(keys)].iloc[0].to_dict()
+        raise ValueError(f"{name} frame has more than one row for {first}")
+
+
+def select_metric_rows(
+    frame: pd.DataFrame,
+    *,
+    task_id: str | Sequence[str] | None,
+    metric: str | None,
+    frame_name: str,
+) -> pd.DataFrame:
+    """The rows of the chosen tasks, each restricted to one metric (given, or its first one).
+
+    With ``metric`` given, tasks that lack it are skipped, unless the task was asked for by name
+    (then it is an error naming the task and its metrics).
+    """
+    tasks = sorted_unique(frame["task_id"])
+    if task_id is None:
+        wanted = tasks
+    else:
+        wanted = [task_id] if isinstance(task_id, str) else list(task_id)
+        for task in wanted:
+            check_choice(task, tasks, "task")
+    keep: list[tuple[str, str]] = []
+    for task in wanted:
+        task_metrics = list(dict.fromkeys(frame.loc[frame["task_id"] == task, "metric"]))
+        if metric is None:
+            keep.append((task, task_metrics[0]))
+        elif metric in task_metrics:
+            keep.append((task, metric))
+        elif task_id is not None:
+            check_choice(metric, task_metrics, "metric", f" for task {task!r}")
+    if not keep:
+        every = sorted_unique(frame.loc[frame["task_id"].isin(wanted), "metric"])
+        check_choice(metric, every, "metric", f" in the {frame_name} frame")
+    pairs = set(keep)
+    mask = [(t, m) in pairs for t, m in zip(frame["task_id"], frame["metric"], strict=True)]
+    return frame.loc[mask]
+
+
+def all_binary(values: pd.DataFrame) -> bool:
+    """True when every present (non-NaN) value is 0 or 1."""
+    flat = values.to_numpy(dtype=float).ravel()
+    present = flat[flat == flat]  # NaN != NaN
+    return bool(((present == 0.0) | (present == 1.0)).all())
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or (
+        type(value).__name__ == "NAType"
+    )
+
+
+def _present(value: Any) -> bool:
+    return not _missing(value)
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)

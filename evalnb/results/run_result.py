@@ -1,0 +1,558 @@
+"""`RunResult`: one run's samples, scores and metrics as pandas DataFrames, and a compact report.
+
+A RunResult is a snapshot: it reads the store once, lazily (samples on first use), and
+`refresh()` reads it again. Metric definitions (id, aggregation, higher_is_better) come from
+the suite manifest stored with the run, read as a plain dict.
+
+Frames (pandas is imported only when one is built):
+- `samples`: one row per (task, model, item). Each score is a column named by its metric id
+  (`df["accuracy"].mean()`); a metric id that would clash with a fixed column (`target`,
+  `status`, ...) becomes `score:<id>`, and `metric_columns` maps ids to columns.
+- `scores`: long form (task_id, model, sample_index, metric, value), NaN = not scored; the
+  input of `evalnb.results.comparison` and `evalnb.plots`.
+- `metrics`: one row per (task, model, metric): n, n_failed, mean, stderr, 95% CI.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from evalnb.store import Store
+
+__all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
+
+# Fixed columns of `samples`; metric columns go between LEAD and TAIL.
+_LEAD = ("task_id", "model", "sample_index", "status", "prompt", "target", "output_text", "extracted_output")
+_TAIL = ("error", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row")
+SAMPLE_COLUMNS = _LEAD + _TAIL
+METRICS_COLUMNS = (
+    "task_id", "model", "metric", "n", "n_failed", "mean", "stderr", "ci_low", "ci_high",
+    "higher_is_better", "aggregation", "source", "error",
+)
+_SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
+
+
+def metric_specs(manifest: Mapping[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
+    """task id -> its metrics [{id, aggregation, higher_is_better}], as the manifest declares them.
+
+    A task without `metrics` gets its grader's `metric_id` (default "score") when the grader is
+    per-sample; an aggregate (batch) grader reports its own metrics, so it gets none here.
+    """
+    specs: dict[str, list[dict[str, Any]]] = {}
+    for task in (manifest or {}).get("tasks") or []:
+        declared = task.get("metrics") or []
+        grader = task.get("grader") or {}
+        execution = grader.get("execution") or ("aggregate" if grader.get("contract") == "batch" else "per_sample")
+        if declared:
+            found = [m if isinstance(m, Mapping) else {"id": str(m)} for m in declared]
+        elif execution == "aggregate":
+            found = []
+        else:
+            found = [{"id": grader.get("metric_id") or "score"}]
+        specs[task["id"]] = [
+            {"id": m["id"], "aggregation": m.get("aggregation") or "mean", "higher_is_better": m.get("higher_is_better", True)}
+            for m in found
+        ]
+    return specs
+
+
+def _as_score(value: Any) -> float:
+    """A stored score as float; bools are 0/1; None, NaN and anything non-numeric are NaN."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    return math.nan
+
+
+def _error_message(error: Any) -> str | None:
+    if error is None or isinstance(error, str):
+        return error
+    if isinstance(error, Mapping) and "message" in error:
+        return f"{error['type']}: {error['message']}" if error.get("type") else str(error["message"])
+    import json
+
+    return json.dumps(error, ensure_ascii=False)
+
+
+def _columns(samples: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Sample dicts as the columns `Store.sample_columns` gives (missing fields are None)."""
+    from evalnb.store import SAMPLE_FIELDS
+
+    columns: dict[str, list[Any]] = {f: [] for f in SAMPLE_FIELDS}
+    for s in samples:
+        for field, values in columns.items():
+            values.append(s.get(field))
+    return columns
+
+
+def _tokens(usage: Any, *names: str) -> Any:
+    if isinstance(usage, Mapping):
+        for name in names:
+            value = usage.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _task_model_rows(
+    task: str, model: str, part: pd.DataFrame | None, specs: list[dict[str, Any]], columns: Mapping[str, str],
+    batch: Mapping[str, Any], batch_ids: list[str],
+) -> list[dict[str, Any]]:
+    """The metrics rows of one (task, model): sample metrics, then batch metrics over them."""
+    from evalnb.results import stats
+
+    done = part[part["status"] == "completed"] if part is not None else None
+    n_done = 0 if done is None else len(done)
+    base = {"task_id": task, "model": model, "n_failed": 0 if part is None else int((part["status"] == "failed").sum()),
+            "stderr": math.nan, "ci_low": math.nan, "ci_high": math.nan, "aggregation": "mean", "error": None}
+    better = {spec["id"]: bool(spec["higher_is_better"]) for spec in specs}
+    rows: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        metric = spec["id"]
+        values = done[columns[metric]].tolist() if done is not None and metric in columns else []
+        summary = stats.summarize(values, aggregation=spec["aggregation"])
+        rows[metric] = {**base, "metric": metric, "n": summary.n, "mean": _nan(summary.mean),
+                        "stderr": _nan(summary.stderr), "ci_low": _nan(summary.ci_low), "ci_high": _nan(summary.ci_high),
+                        "higher_is_better": better[metric], "aggregation": spec["aggregation"], "source": "samples"}
+    for metric, value in (batch.get("metrics") or {}).items():  # final task metrics win
+        rows[metric] = {**base, "metric": metric, "n": n_done, "source": "batch",
+                        "mean": _nan(value if isinstance(value, (int, float)) else None),
+                        "higher_is_better": better.get(metric, True)}
+    if batch.get("error"):
+        for metric in [] if rows else batch_ids:  # failed before reporting: the metrics other models got
+            rows[metric] = {**base, "metric": metric, "n": 0, "mean": math.nan, "source": "batch",
+                            "higher_is_better": better.get(metric, True)}
+        for row in rows.values():
+            row["error"] = batch["error"]
+    return list(rows.values())
+
+
+class RunResult:
+    """The results of one run: `samples`, `scores` and `metrics` DataFrames, `paired`, `compare`.
+
+    `RunResult(store, run_id)` reads a stored run (`store` may also be a path, or None for the
+    default store); `RunResult.from_data(...)` wraps samples that never touched a store.
+    """
+
+    def __init__(self, store: Store | str | os.PathLike[str] | None, run_id: str) -> None:
+        from evalnb.store import Store
+
+        self._store = store if isinstance(store, Store) else Store(store)
+        self._run_id = run_id
+        self._sample_source: Iterable[Mapping[str, Any]] | None = None
+        self._load()
+
+    @classmethod
+    def from_data(
+        cls,
+        samples: Iterable[Mapping[str, Any]],
+        *,
+        run: Mapping[str, Any] | None = None,
+        manifest: Mapping[str, Any] | None = None,
+        task_metrics: Iterable[Mapping[str, Any]] | None = None,
+    ) -> RunResult:
+        """A result built from sample dicts (the store's shape); without a manifest every score
+        key becomes a metric (mean, higher is better)."""
+        self = cls.__new__(cls)
+        self._store = None
+        self._run = dict(run or {})
+        self._run_id = self._run.get("run_id")
+        self._manifest = dict(manifest) if manifest is not None else None
+        self._task_metrics = [dict(t) for t in task_metrics or []]
+        self._sample_source = list(samples)
+        return self
+
+    def _load(self) -> None:
+        from evalnb.store import UnknownSuiteError
+
+        assert self._store is not None
+        self._run = self._store.get_run(self._run_id)
+        try:
+            self._manifest = self._store.get_suite(self._run["suite_version"])
+        except UnknownSuiteError:
+            self._manifest = None
+        self._task_metrics = self._store.task_metrics(self._run_id)
+
+    def refresh(self) -> RunResult:
+        """Read the run again (for a run still in progress); returns self."""
+        if self._store is not None:
+            self._load()
+        for name in ("samples", "scores", "metrics", "metric_columns", "_frame"):
+            self.__dict__.pop(name, None)
+        return self
+
+    # ---- the run record -------------------------------------------------------------------------
+    @property
+    def run_id(self) -> str | None:
+        return self._run_id
+
+    @property
+    def status(self) -> str | None:
+        return self._run.get("status")
+
+    @property
+    def run(self) -> dict[str, Any]:
+        """The stored run record (models, generation, versions, counts, ...)."""
+        return dict(self._run)
+
+    @property
+    def models(self) -> list[str]:
+        """Model labels in run order, then any other label found in the samples."""
+        labels = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
+        return labels + sorted(set(self._frame[0]["model"].unique()) - set(labels))
+
+    @property
+    def task_ids(self) -> list[str]:
+        """Tasks in run order (the run's task_ids, else the manifest's), then any other found in the samples."""
+        ids = list(self._run.get("task_ids") or metric_specs(self._manifest))
+        return ids + sorted(set(self._frame[0]["task_id"].unique()) - set(ids))
+
+    def _specs(self) -> dict[str, list[dict[str, Any]]]:
+        """Each task's metrics: the declared ones (SPEC: metrics say which score keys count).
+
+        A task that declares none gets the grader's default `metric_id` plus every other score
+        key its grader returned; the default is left out when the grader never returned it.
+        """
+        specs = metric_specs(self._manifest)
+        declared = {t.get("id") for t in (self._manifest or {}).get("tasks", []) if t.get("metrics")}
+        frame, columns = self._frame
+        for task in frame["task_id"].unique():
+            found = self._score_keys.get(task, [])
+            current = specs.get(task, [])
+            known = {m["id"] for m in current}
+            extra = [k for k in found if k not in known] if task not in declared else []
+            if extra:
+                current = [m for m in current if m["id"] in found]
+            specs[task] = current + [{"id": k, "aggregation": "mean", "higher_is_better": True} for k in extra]
+        return specs
+
+    # ---- frames -----------------------------------------------------------------------------
+    @cached_property
+    def _frame(self) -> tuple[pd.DataFrame, dict[str, str]]:
+        """(samples frame, metric id -> column) built in one pass over the samples."""
+        import pandas as pd
+
+        if self._sample_source is not None:
+            cols = _columns(self._sample_source)
+        else:
+            assert self._store is not None
+            cols = self._store.sample_columns(self._run_id)
+        data: dict[str, list[Any]] = {c: cols[c] for c in SAMPLE_COLUMNS if c in cols}
+        prompts: dict[str, str] = {}  # every model of an item shares one prompt string: keep one copy
+        data["prompt"] = [prompts.setdefault(p, p) if isinstance(p, str) else p for p in cols["prompt"]]
+        data["error"] = [None if e is None else _error_message(e) for e in cols["error"]]
+        usages = cols["usage"]
+        data["input_tokens"] = [None if u is None else _tokens(u, "input_tokens", "prompt_tokens") for u in usages]
+        data["output_tokens"] = [None if u is None else _tokens(u, "output_tokens", "completion_tokens") for u in usages]
+        score_dicts: list[Mapping[str, Any]] = [sc if isinstance(sc, Mapping) else {} for sc in cols["scores"]]
+        keys_by_task: dict[str, dict[str, None]] = {}
+        for task_id, scores in zip(cols["task_id"], score_dicts):
+            if scores:
+                keys_by_task.setdefault(task_id, {}).update(dict.fromkeys(scores))
+        self._score_keys = {t: list(k) for t, k in keys_by_task.items()}
+
+        declared = [m["id"] for specs in metric_specs(self._manifest).values() for m in specs]
+        found = sorted({k for keys in keys_by_task.values() for k in keys} - set(declared))
+        metric_ids = list(dict.fromkeys(declared + found))
+        columns = {m: (f"score:{m}" if m in SAMPLE_COLUMNS else m) for m in metric_ids}
+
+        frame = pd.DataFrame({c: data[c] for c in _LEAD if c != "prompt"})
+        # object dtype keeps the shared str objects: one copy of each prompt, not one per model
+        frame.insert(_LEAD.index("prompt"), "prompt", pd.Series(data["prompt"], dtype="object"))
+        frame["sample_index"] = frame["sample_index"].astype("int64")
+        for metric, column in columns.items():
+            frame[column] = pd.Series([_as_score(d.get(metric)) for d in score_dicts], dtype="float64")
+        for c in _TAIL:
+            frame[c] = pd.Series(data[c], dtype="object")
+        frame["latency_s"] = pd.to_numeric(frame["latency_s"], errors="coerce").astype("float64")
+        for c in ("input_tokens", "output_tokens"):
+            frame[c] = frame[c].astype("Int64")
+        tasks = list(self._run.get("task_ids") or metric_specs(self._manifest))
+        tasks += sorted(set(frame["task_id"].unique()) - set(tasks))
+        models = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
+        models += sorted(set(frame["model"].unique()) - set(models))
+        # rows in run order (tasks, then models, as the run listed them), then by item; the
+        # store reads them sorted by name, often the same order, and then nothing moves
+        import numpy as np
+
+        task_rank = pd.Categorical(frame["task_id"], categories=tasks).codes
+        model_rank = pd.Categorical(frame["model"], categories=models).codes
+        order = np.lexsort((frame["sample_index"].to_numpy(), model_rank, task_rank))
+        if (order != np.arange(len(order))).any():
+            frame = frame.take(order).reset_index(drop=True)
+        return frame, columns
+
+    @cached_property
+    def samples(self) -> pd.DataFrame:
+        """One row per (task, model, item); see the module docstring for the columns.
+
+        `prompt` is an object column whose rows share one str per distinct prompt (every model
+        of an item has the same one), so a large run's frame holds each prompt once.
+        """
+        return self._frame[0]
+
+    @cached_property
+    def metric_columns(self) -> dict[str, str]:
+        """Metric id -> its column in `samples` (the id itself unless it clashed)."""
+        return dict(self._frame[1])
+
+    @cached_property
+    def scores(self) -> pd.DataFrame:
+        """Long form: one row per (sample, metric of its task); value NaN = not scored.
+
+        Metrics of a task are its declared ones, then any other score key its samples carry;
+        samples that are not `completed` are NaN, as in `metrics`.
+        """
+        import pandas as pd
+
+        frame, columns = self._frame
+        specs = self._specs()
+        parts = []
+        for task in self.task_ids:
+            ids = [m["id"] for m in specs.get(task, [])]
+            ids += [k for k in self._score_keys.get(task, []) if k not in ids]
+            rows = frame[frame["task_id"] == task]
+            for metric in ids:
+                part = rows[["task_id", "model", "sample_index"]].copy()
+                part["metric"] = metric
+                # only finished, graded samples have scores; anything else is "not scored"
+                value = rows[columns[metric]].where(rows["status"] == "completed") if metric in columns else math.nan
+                part["value"] = value
+                parts.append(part)
+        if not parts:
+            return pd.DataFrame({c: [] for c in _SCORE_COLUMNS}).astype({"value": "float64"})
+        table = pd.concat(parts, ignore_index=True)
+        return table.reset_index(drop=True)
+
+    @cached_property
+    def metrics(self) -> pd.DataFrame:
+        """One row per (task, model, metric): n, n_failed, mean, stderr, ci_low, ci_high, ...
+
+        Only completed samples count; `n` is how many have a value. `aggregation: "none"`
+        reports n alone. A batch grader's metrics replace same-named rows (source "batch",
+        no stderr or interval) and its error is shown on every row of that task and model.
+        """
+        import pandas as pd
+
+        frame, columns = self._frame
+        specs = self._specs()
+        batch = {(t["task_id"], t["model"]): t for t in self._task_metrics}
+        batch_ids: dict[str, list[str]] = {}  # metric ids any model's batch grader reported, per task
+        for entry in self._task_metrics:
+            ids = batch_ids.setdefault(entry["task_id"], [])
+            ids.extend(k for k in entry.get("metrics") or {} if k not in ids)
+        groups = dict(iter(frame.groupby(["task_id", "model"], sort=False)))
+        rows: list[dict[str, Any]] = []
+        for task in self.task_ids:
+            for model in self.models:
+                part = groups.get((task, model))
+                rows.extend(_task_model_rows(task, model, part, specs.get(task, []), columns,
+                                             batch.get((task, model)) or {}, batch_ids.get(task) or ["score"]))
+        table = pd.DataFrame.from_records(rows, columns=list(METRICS_COLUMNS))
+        table["error"] = pd.Series([r["error"] for r in rows], dtype="object")
+        return table.astype({"n": "int64", "n_failed": "int64", "mean": "float64", "stderr": "float64",
+                             "ci_low": "float64", "ci_high": "float64", "higher_is_better": "bool"})
+
+    # ---- comparisons ----------------------------------------------------------------------------
+    def paired(
+        self,
+        model_a: str,
+        model_b: str,
+        *,
+        task_id: str | None = None,
+        metric: str | None = None,
+        n_resamples: int = 2000,
+        seed: int = 0,
+    ) -> pd.DataFrame:
+        """Per-task paired differences a - b on the items both models were scored on.
+
+        Bootstrap interval, t stderr and, for 0/1 metrics, exact McNemar (see
+        `evalnb.results.comparison.paired`); `metric=None` takes each task's first metric.
+        """
+        from evalnb.results.comparison import paired
+
+        return paired(self.scores, model_a, model_b, task_id=task_id, metric=metric, n_resamples=n_resamples, seed=seed)
+
+    def compare(self, **options: Any) -> go.Figure:
+        """The default Plotly comparison: metric by model with 95% intervals (`evalnb.plots.compare`)."""
+        from evalnb.plots import compare
+
+        return compare(self.metrics, self.scores, self.samples, **options)
+
+    # ---- export and display ---------------------------------------------------------------------
+    def to_records(self, what: str = "samples") -> list[dict[str, Any]]:
+        """`samples`, `scores` or `metrics` as JSON-ready dicts (NaN and NA become None)."""
+        frames = {"samples": "samples", "scores": "scores", "metrics": "metrics"}
+        if what not in frames:
+            raise ValueError(f"to_records() takes 'samples', 'scores' or 'metrics', not {what!r}")
+        frame = getattr(self, frames[what])
+        return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+    def _cells(self) -> list[dict[str, Any]]:
+        """Rows of the report: one per (task, metric), with each model's numbers."""
+        table = self.metrics
+        out: list[dict[str, Any]] = []
+        for (task, metric), part in table.groupby(["task_id", "metric"], sort=False):
+            by_model = {r["model"]: r for r in part.to_dict("records")}
+            out.append({"task": task, "metric": metric, "models": by_model,
+                        "higher_is_better": bool(part["higher_is_better"].iloc[0])})
+        return out
+
+    def summary(self) -> str:
+        """A plain-text report: the run line, then mean [95% CI] (n) per task x metric x model."""
+        counts = self._run.get("counts") or {}
+        head = [f"RunResult {self.run_id or '(not stored)'}  status: {self.status or 'unknown'}"]
+        if self._run.get("suite_version"):
+            head.append(f"  suite {str(self._run['suite_version'])[:16]}")
+        if counts:
+            head.append(f"  samples: {counts.get('total', 0)} ({counts.get('failed', 0)} failed)")
+        lines = ["".join(head), "models: " + ", ".join(self.models)]
+        for cell in self._cells():
+            lines.append(f"{cell['task']} / {cell['metric']}{'' if cell['higher_is_better'] else ' (lower is better)'}")
+            for model in self.models:
+                row = cell["models"].get(model)
+                if row is not None:
+                    lines.append(f"  {model}: {_describe(row)}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        # Cheap on purpose: asyncio and debuggers repr results freely; `print(result)` or
+        # `result.summary()` gives the full report.
+        counts = self._run.get("counts") or {}
+        return (f"<RunResult {self.run_id or '(not stored)'} status={self.status or 'unknown'} "
+                f"samples={counts.get('total', '?')} failed={counts.get('failed', '?')}>")
+
+    def browse(self, filter: str | None = None, *, models: list[str] | None = None) -> Any:
+        """A widget paging through this run's outputs, side by side per item.
+
+        ``filter``: ``"all"`` (default), ``"failures"`` or ``"disagreements"``.
+        """
+        from evalnb.widgets import browse
+
+        suite = None
+        if self._manifest:
+            from evalnb.suite import Suite
+
+            try:
+                base_dir = (self._run.get("summary") or {}).get("base_dir")
+                suite = Suite.from_dict(self._manifest, base_dir=base_dir)
+            except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
+                suite = None
+        return browse(self.samples, suite=suite, filter=filter, models=models)
+
+    def _repr_html_(self) -> str:
+        """A static table (inline styles only, no scripts): reads the same in Jupyter and in exported HTML."""
+        esc = html.escape
+        models = self.models
+        counts = self._run.get("counts") or {}
+        info = [f"<b>run</b> <code>{esc(str(self.run_id or '(not stored)'))}</code>",
+                f"<b>status</b> {esc(str(self.status or 'unknown'))}"]
+        if self._run.get("suite_version"):
+            info.append(f"<b>suite</b> <code>{esc(str(self._run['suite_version'])[:16])}</code>")
+        if counts:
+            info.append(f"<b>samples</b> {counts.get('total', 0):,} ({counts.get('failed', 0):,} failed)")
+        cell_style = 'style="text-align:right;vertical-align:top;font-variant-numeric:tabular-nums;padding:2px 10px"'
+        left = 'style="text-align:left;vertical-align:top;padding:2px 10px"'
+        head = "".join(f"<th {cell_style}>{esc(m)}</th>" for m in models)
+        body = []
+        for cell in self._cells():
+            best = _best(cell, models)
+            arrow = "↑" if cell["higher_is_better"] else "↓"
+            tds = []
+            for model in models:
+                row = cell["models"].get(model)
+                tds.append(f"<td {cell_style}>{_html_cell(row, bold=model == best)}</td>")
+            body.append(f"<tr><td {left}>{esc(str(cell['task']))}</td>"
+                        f"<td {left}>{esc(str(cell['metric']))} {arrow}</td>{''.join(tds)}</tr>")
+        return (
+            '<div class="evalnb-run-result">'
+            f'<p style="margin:0 0 4px 0">{" &middot; ".join(info)}</p>'
+            f'<table style="border-collapse:collapse"><thead><tr><th {left}>task</th><th {left}>metric</th>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>'
+            '<p style="margin:4px 0 0 0;font-size:smaller">mean [95% CI], n scored; best mean in bold</p></div>'
+        )
+
+
+def _plain(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if type(value).__name__ == "NAType":
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes, dict, list)):
+        return value.item()  # numpy scalars
+    return value
+
+
+def _fmt(x: float) -> str:
+    if x != x:
+        return "—"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) >= 100:
+        return f"{x:.1f}"
+    return f"{x:.3f}"
+
+
+def _describe(row: Mapping[str, Any]) -> str:
+    parts = []
+    if row["mean"] == row["mean"]:
+        parts.append(_fmt(row["mean"]))
+        if row["ci_low"] == row["ci_low"]:
+            parts.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
+    notes = [f"n={row['n']}" if row["source"] == "samples" else "batch"]
+    if row["n_failed"]:
+        notes.append(f"{row['n_failed']} failed")
+    if row.get("error"):
+        notes.append(f"error: {row['error']}")
+    return " ".join(parts + [", ".join(notes)])
+
+
+def _best(cell: Mapping[str, Any], models: list[str]) -> str | None:
+    means = [(r["mean"], m) for m in models if (r := cell["models"].get(m)) is not None and r["mean"] == r["mean"]]
+    if len(means) < 2:
+        return None
+    pick = max if cell["higher_is_better"] else min
+    value = pick(v for v, _ in means)
+    winners = [m for v, m in means if v == value]
+    return winners[0] if len(winners) == 1 else None
+
+
+def _html_cell(row: Mapping[str, Any] | None, *, bold: bool) -> str:
+    if row is None:
+        return "—"
+    esc = html.escape
+    if row["mean"] == row["mean"]:
+        mean = _fmt(row["mean"])
+        top = f"<b>{mean}</b>" if bold else mean
+    else:
+        top = "—"
+    details = []
+    if row["ci_low"] == row["ci_low"]:
+        details.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
+    notes = [f"n={row['n']:,}" if row["source"] == "samples" else "batch"]
+    if row["n_failed"]:
+        notes.append(f"{row['n_failed']:,} failed")
+    details.append(", ".join(notes))
+    out = f'{top}<br><span style="font-size:smaller">{esc(" ".join(details))}</span>'
+    if row.get("error"):
+        out += f'<br><span style="font-size:smaller">error: {esc(str(row["error"])[:200])}</span>'
+    return out

@@ -1,0 +1,448 @@
+"""Statistics for metric tables and model comparisons: pure functions, stdlib only.
+
+numpy is imported lazily by ``paired_bootstrap`` (for speed) and nothing else needs it; there
+is no scipy. Choices where the specification is silent:
+
+- Missing values: ``None``, NaN and pandas' ``NA`` are "not scored" and excluded, so ``n``
+  counts the values present. NaN is treated as missing because graders produce it for 0/0
+  cases, it cannot be stored in JSON and it would poison every mean. ±inf is a ValueError.
+- Booleans count as 0/1. Strings are a TypeError (a grader bug, not a score).
+- Intervals: when every present value is 0 or 1 (accuracy-like metrics), ``summarize`` reports
+  the Wilson score interval: it stays inside [0, 1] and does not collapse to a point when a
+  small sample is all-correct (10/10 -> [0.72, 1], where a t-interval claims [1, 1]). Any other
+  data gets the Student-t interval ``mean ± t(1 - α/2, n - 1) · stderr``. ``Summary.interval``
+  says which one was used. ``stderr`` is always the sample SD (ddof=1) / sqrt(n).
+- n = 1: ``stderr`` is ``None`` (not NaN, which JSON cannot hold) and so is the t-interval;
+  the Wilson interval exists at n = 1 and is reported. n = 0: everything but ``n`` is ``None``.
+- Identical values: stderr 0, so the t-interval collapses to the mean.
+- Paired statistics align on keys (``sample_index`` or ``(task, index)``); a key counts only
+  when both sides have a value. Sequences are accepted too and pair by position.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+import statistics
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, NamedTuple
+
+__all__ = [
+    "Bootstrap",
+    "Interval",
+    "McNemar",
+    "PairedSummary",
+    "Summary",
+    "mcnemar_exact",
+    "mcnemar_from_counts",
+    "paired_bootstrap",
+    "paired_difference",
+    "summarize",
+    "t_quantile",
+    "wilson_interval",
+]
+
+Pairable = Mapping[Hashable, Any] | Sequence[Any]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One metric over one (task, model): what a results table row shows."""
+
+    n: int
+    mean: float | None
+    stderr: float | None
+    ci_low: float | None
+    ci_high: float | None
+    interval: str | None = None  # "wilson", "t" or None when there is no interval
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PairedSummary:
+    """Mean of per-item differences a - b with its t-interval, plus how many items did not pair."""
+
+    n: int
+    mean_diff: float | None
+    stderr: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_a_only: int
+    n_b_only: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """Exact McNemar test: n01 = a is 0 and b is 1, n10 = a is 1 and b is 0.
+
+    ``statistic`` is the exact test's statistic, the smaller discordant count.
+    """
+
+    n01: int
+    n10: int
+    statistic: int
+    p_value: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Interval(NamedTuple):
+    """A (low, high) pair that unpacks like a tuple."""
+
+    low: float
+    high: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._asdict())
+
+
+class Bootstrap(NamedTuple):
+    """``(mean_diff, ci_low, ci_high)`` of a paired bootstrap; unpacks like a tuple."""
+
+    mean_diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._asdict())
+
+
+# --------------------------------------------------------------------------- value cleaning
+
+
+def _as_value(value: Any, where: object) -> float | None:
+    """A metric value as float, or None when missing (None, NaN, pandas NA)."""
+    if value is None or type(value).__name__ == "NAType":
+        return None
+    if isinstance(value, (str, bytes)) or not hasattr(type(value), "__float__"):
+        raise TypeError(f"metric value at {where!r} must be a number or bool, got {value!r}")
+    number = float(value)
+    if math.isnan(number):
+        return None
+    if math.isinf(number):
+        raise ValueError(f"metric value at {where!r} is {number}; values must be finite")
+    return number
+
+
+def _check_confidence(confidence: float) -> float:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
+    return confidence
+
+
+def _mean_sd(values: Sequence[float]) -> tuple[float, float | None]:
+    """Mean and sample SD (ddof=1; None for one value), two-pass with fsum for accuracy."""
+    n = len(values)
+    if min(values) == max(values):  # exact, where fsum(x)/n can be off by an ulp
+        return values[0], (None if n < 2 else 0.0)
+    mean = math.fsum(values) / n
+    return mean, math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+
+
+def _t_interval(
+    mean: float, stderr: float | None, n: int, confidence: float
+) -> tuple[float | None, float | None]:
+    if stderr is None:
+        return None, None
+    if stderr == 0.0:
+        return mean, mean
+    half = t_quantile(0.5 + confidence / 2, n - 1) * stderr
+    return mean - half, mean + half
+
+
+# --------------------------------------------------------------------------- one sample
+
+
+def summarize(
+    values: Iterable[float | bool | None],
+    *,
+    aggregation: str = "mean",
+    confidence: float = 0.95,
+) -> Summary:
+    """n, mean, stderr and a ``confidence`` interval of one metric (see the module docstring)."""
+    if aggregation not in ("mean", "none"):
+        raise ValueError(f"aggregation must be 'mean' or 'none', got {aggregation!r}")
+    _check_confidence(confidence)
+    present = [v for i, raw in enumerate(values) if (v := _as_value(raw, i)) is not None]
+    n = len(present)
+    if aggregation == "none" or n == 0:
+        return Summary(n, None, None, None, None)
+    mean, sd = _mean_sd(present)
+    stderr = None if sd is None else sd / math.sqrt(n)
+    if all(v == 0.0 or v == 1.0 for v in present):
+        z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
+        low, high = wilson_interval(sum(present), n, z=z)
+        return Summary(n, mean, stderr, low, high, "wilson")
+    low, high = _t_interval(mean, stderr, n, confidence)
+    if low is not None and all(0.0 <= v <= 1.0 for v in present):
+        # A score that lives in [0, 1] (a similarity, a partial credit) cannot have a mean
+        # outside it: clip the t-interval there instead of reporting 1.006.
+        low, high = max(0.0, low), min(1.0, high)
+    return Summary(n, mean, stderr, low, high, None if low is None else "t")
+
+
+def wilson_interval(successes: float, n: int, z: float = 1.96) -> Interval:
+    """Wilson score interval for a proportion; always inside [0, 1], defined from n = 1."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n!r}")
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be between 0 and n={n}, got {successes!r}")
+    if z <= 0:
+        raise ValueError(f"z must be positive, got {z!r}")
+    p = successes / n
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(low, high)
+
+
+# --------------------------------------------------------------------------- Student t
+
+
+@functools.lru_cache(maxsize=512)
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with ``df`` degrees of freedom (``math.inf`` = normal).
+
+    Exact closed forms for df 1 and 2; otherwise the t tail (a regularized incomplete beta)
+    is inverted by bisection to ~1e-12, and df >= 1000 uses the Cornish-Fisher expansion.
+    """
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be between 0 and 1 (exclusive), got {p!r}")
+    if not df > 0:
+        raise ValueError(f"df must be positive, got {df!r}")
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    if math.isinf(df):
+        return statistics.NormalDist().inv_cdf(p)
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) * math.sqrt(2.0 / (4 * p * (1 - p)))
+    if df >= 1000:
+        return _cornish_fisher(p, df)
+    tail = 1.0 - p
+    low, high = 0.0, 2.0
+    while _t_upper_tail(high, df) > tail:
+        low, high = high, high * 2
+    for _ in range(200):
+        mid = (low + high) / 2
+        if _t_upper_tail(mid, df) > tail:
+            low = mid
+        else:
+            high = mid
+        if high - low <= 1e-13 * high:
+            break
+    return (low + high) / 2
+
+
+def _cornish_fisher(p: float, df: float) -> float:
+    """Expansion of the t quantile in powers of 1/df around the normal quantile."""
+    z = statistics.NormalDist().inv_cdf(p)
+    z3, z5, z7, z9 = z**3, z**5, z**7, z**9
+    return (
+        z
+        + (z3 + z) / (4 * df)
+        + (5 * z5 + 16 * z3 + 3 * z) / (96 * df**2)
+        + (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * df**3)
+        + (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / (92160 * df**4)
+    )
+
+
+def _t_upper_tail(t: float, df: float) -> float:
+    """P(T > t) for t >= 0: half the regularized incomplete beta I_x(df/2, 1/2), x = df/(df+t²)."""
+    return 0.5 * _betainc(df / 2, 0.5, df / (df + t * t))
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b) by Lentz's continued fraction (Numerical Recipes)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    log_front += a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1) / (a + b + 2):
+        return math.exp(log_front) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    tiny, eps = 1e-300, 1e-15
+    qab, qap, qam = a + b, a + 1, a - 1
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 10_000):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
+                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            delta = d * c
+            h *= delta
+        if abs(delta - 1.0) < eps:
+            break
+    return h
+
+
+# --------------------------------------------------------------------------- paired
+
+
+def _as_mapping(data: Pairable, name: str) -> Mapping[Hashable, Any]:
+    if isinstance(data, Mapping):
+        return data
+    if isinstance(data, (str, bytes)) or not isinstance(data, Sequence):
+        raise TypeError(f"{name} must be a mapping (key -> value) or a sequence")
+    return dict(enumerate(data))
+
+
+def _pair(a: Pairable, b: Pairable) -> tuple[list[tuple[float, float]], int, int]:
+    """Values present on both sides, in key order (so results do not depend on dict order)."""
+    if isinstance(a, Sequence) and isinstance(b, Sequence) and len(a) != len(b):
+        raise ValueError(f"sequences pair by position but have lengths {len(a)} and {len(b)}")
+    a_map, b_map = _as_mapping(a, "a"), _as_mapping(b, "b")
+    a_vals = {k: v for k, raw in a_map.items() if (v := _as_value(raw, k)) is not None}
+    b_vals = {k: v for k, raw in b_map.items() if (v := _as_value(raw, k)) is not None}
+    common = [k for k in a_vals if k in b_vals]
+    try:
+        common.sort()  # type: ignore[call-arg]
+    except TypeError:
+        common.sort(key=repr)
+    pairs = [(a_vals[k], b_vals[k]) for k in common]
+    return pairs, len(a_vals) - len(pairs), len(b_vals) - len(pairs)
+
+
+def paired_difference(a: Pairable, b: Pairable, *, confidence: float = 0.95) -> PairedSummary:
+    """Mean per-item difference a - b with a Student-t interval on the differences."""
+    _check_confidence(confidence)
+    pairs, a_only, b_only = _pair(a, b)
+    if not pairs:
+        return PairedSummary(0, None, None, None, None, a_only, b_only)
+    diffs = [x - y for x, y in pairs]
+    mean, sd = _mean_sd(diffs)
+    stderr = None if sd is None else sd / math.sqrt(len(diffs))
+    low, high = _t_interval(mean, stderr, len(diffs), confidence)
+    return PairedSummary(len(diffs), mean, stderr, low, high, a_only, b_only)
+
+
+def paired_bootstrap(
+    a: Pairable,
+    b: Pairable,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Bootstrap:
+    """Percentile bootstrap of the mean paired difference a - b; deterministic given ``seed``.
+
+    Uses numpy when importable (10k pairs x 2000 resamples in well under a second), else a
+    pure-Python resampler (same method, different random stream). Fewer than two pairs give
+    no interval: resampling one difference would only ever return that difference.
+    """
+    _check_confidence(confidence)
+    if not isinstance(n_resamples, int) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    pairs, _, _ = _pair(a, b)
+    if not pairs:
+        return Bootstrap(None, None, None)
+    diffs = [x - y for x, y in pairs]
+    mean, _ = _mean_sd(diffs)
+    if len(diffs) < 2:
+        return Bootstrap(mean, None, None)
+    try:
+        means = _resample_means_numpy(diffs, n_resamples, seed)
+    except ImportError:
+        means = _resample_means_python(diffs, n_resamples, seed)
+    means.sort()
+    alpha = 1.0 - confidence
+    return Bootstrap(mean, _percentile(means, alpha / 2), _percentile(means, 1 - alpha / 2))
+
+
+def _resample_means_numpy(diffs: list[float], n_resamples: int, seed: int) -> list[float]:
+    import numpy as np
+
+    data = np.asarray(diffs, dtype=float)
+    n = data.size
+    rng = np.random.default_rng(seed)
+    chunk = max(1, 1_000_000 // n)  # ~8 MB of indices per step: cache-friendly and fast
+    out = []
+    for start in range(0, n_resamples, chunk):
+        rows = min(chunk, n_resamples - start)
+        out.append(data[rng.integers(0, n, size=(rows, n))].mean(axis=1))
+    return np.concatenate(out).tolist()
+
+
+def _resample_means_python(diffs: list[float], n_resamples: int, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    n = len(diffs)
+    return [math.fsum(rng.choices(diffs, k=n)) / n for _ in range(n_resamples)]
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default 'linear' method)."""
+    pos = q * (len(sorted_values) - 1)
+    low = math.floor(pos)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (pos - low)
+
+
+# --------------------------------------------------------------------------- McNemar
+
+
+def mcnemar_exact(a: Pairable, b: Pairable) -> McNemar:
+    """Exact McNemar test on paired 0/1 outcomes (e.g. per-item correctness of two models)."""
+    pairs, _, _ = _pair(a, b)
+    n01 = n10 = 0
+    for x, y in pairs:
+        if x not in (0.0, 1.0) or y not in (0.0, 1.0):
+            raise ValueError(f"McNemar needs 0/1 outcomes, got the pair ({x!r}, {y!r})")
+        n01 += x == 0.0 and y == 1.0
+        n10 += x == 1.0 and y == 0.0
+    return mcnemar_from_counts(n01, n10)
+
+
+def mcnemar_from_counts(n01: int, n10: int) -> McNemar:
+    """Exact two-sided binomial test on the discordant counts: p = min(1, 2·P(X <= min)).
+
+    Exact integer arithmetic up to 2,000 discordant pairs; beyond, a log-space sum of the
+    binomial terms (relative error ~1e-12), so 100k pairs neither overflow nor crawl.
+    """
+    for name, count in (("n01", n01), ("n10", n10)):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {count!r}")
+    n, k = n01 + n10, min(n01, n10)
+    if n == 0:
+        return McNemar(n01, n10, k, 1.0)
+    if n <= 2000:
+        tail = sum(math.comb(n, i) for i in range(k + 1))
+        p = min(1.0, 2 * tail / 2**n)
+    else:
+        p = min(1.0, 2 * math.exp(_log_binom_cdf_half(n, k)))
+    return McNemar(n01, n10, k, p)
+
+
+def _log_binom_cdf_half(n: int, k: int) -> float:
+    """log P(X <= k) for X ~ Binomial(n, 1/2), summing terms downward from k."""
+    log_term = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) - n * math.log(2)
+    ratio_sum, ratio = 1.0, 1.0
+    for i in range(k, 0, -1):
+        ratio *= i / (n - i + 1)  # C(n, i-1) / C(n, i)
+        ratio_sum += ratio
+        if ratio < 1e-17 * ratio_sum:
+            break
+    return log_term + math.log(ratio_sum)

@@ -1,0 +1,12 @@
+"""Runs: the entry points (``api.py``), the plan of calls (``plan.py``), the engine that makes
+them with concurrency, retries and resume (``engine.py``), the grading pipeline
+(``grading.py``), progress display (``progress.py``) and graders' model calls (``bridge.py``).
+
+The package is ``runner``, not ``run``: ``evalnb.run`` is the function users call.
+"""
+
+from __future__ import annotations
+
+from evalnb.runner.api import arun, load_run, resume, run, runs
+
+__all__ = ["arun", "load_run", "resume", "run", "runs"]

@@ -1,0 +1,127 @@
+"""What a run is, checked before anything starts: models, tasks, limits and settings.
+
+Validation lives here so the runner can assume a clean plan and a bad argument fails at once,
+with a message naming the argument, instead of minutes into a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+from evalnb.providers.model import Model
+
+if TYPE_CHECKING:
+    from evalnb.suite import Suite
+
+MAX_MODELS = 20
+MAX_CONCURRENCY = 25
+DEFAULT_CONCURRENCY = 4
+
+
+@dataclass
+class RunPlan:
+    """Everything that decides a run's work, normalised."""
+
+    suite: "Suite"
+    models: list[Model]
+    generation: dict[str, Any]
+    task_ids: list[str]
+    all_tasks: bool
+    max_samples: int | None
+    concurrency: int
+    judge_model: Model | None
+    embedding_model: Model | None
+    grader_concurrency: int | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    reuse: bool = True
+
+
+def as_model(value: Any, what: str = "model") -> Model:
+    """Accept a Model, or a string ``name`` / ``name@base_url`` (Responses API, like ``Model``)."""
+    if isinstance(value, Model):
+        return value
+    if isinstance(value, str) and value.strip():
+        name, sep, base_url = value.partition("@")
+        if sep:
+            return Model(name, base_url=base_url)
+        return Model(name)
+    raise TypeError(f"{what} must be an evalnb.Model or a 'name[@base_url]' string, got {value!r}")
+
+
+def make_plan(
+    suite: "Suite",
+    models: Sequence[Any] | Any,
+    *,
+    generation: Any = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    task_ids: Sequence[str] | None = None,
+    max_samples: int | None = None,
+    judge_model: Any = None,
+    embedding_model: Any = None,
+    grader_concurrency: int | None = None,
+    metadata: dict[str, Any] | None = None,
+    reuse: bool = True,
+) -> RunPlan:
+    from evalnb.suite.generation import Generation
+    from evalnb.suite import Suite
+
+    if not isinstance(suite, Suite):
+        raise TypeError(f"suite must be an evalnb.Suite, got {type(suite).__name__}")
+    if isinstance(models, (Model, str)):
+        models = [models]
+    model_list = [as_model(m) for m in (models or [])]
+    if not 1 <= len(model_list) <= MAX_MODELS:
+        raise ValueError(f"models: a run takes 1 to {MAX_MODELS} models, got {len(model_list)}")
+    labels = [m.label for m in model_list]
+    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    if dupes:
+        raise ValueError(
+            f"models: labels must be unique, {dupes} appear more than once; "
+            "give each a distinct label=..."
+        )
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ValueError(f"concurrency must be an integer from 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
+    if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, int) or max_samples < 1):
+        raise ValueError(f"max_samples must be a positive integer or None, got {max_samples!r}")
+    if grader_concurrency is not None and (
+        isinstance(grader_concurrency, bool) or not isinstance(grader_concurrency, int) or grader_concurrency < 1
+    ):
+        raise ValueError(f"grader_concurrency must be a positive integer or None, got {grader_concurrency!r}")
+    known = [t.id for t in suite.tasks]
+    if task_ids is None:
+        chosen, all_tasks = known, True
+    else:
+        if isinstance(task_ids, str):
+            task_ids = [task_ids]
+        chosen, all_tasks = list(dict.fromkeys(task_ids)), False
+        unknown = [t for t in chosen if t not in known]
+        if unknown or not chosen:
+            raise ValueError(f"task_ids: unknown task(s) {unknown}; the suite has {known}")
+    gen = Generation.from_value(generation).canonical()
+    return RunPlan(
+        suite=suite,
+        models=model_list,
+        generation=gen,
+        task_ids=chosen,
+        all_tasks=all_tasks,
+        max_samples=max_samples,
+        concurrency=concurrency,
+        judge_model=as_model(judge_model, "judge_model") if judge_model is not None else None,
+        embedding_model=as_model(embedding_model, "embedding_model") if embedding_model is not None else None,
+        grader_concurrency=grader_concurrency,
+        metadata=dict(metadata or {}),
+        reuse=bool(reuse),
+    )
+
+
+def model_record(model: Any) -> dict[str, Any]:
+    """What resume needs to rebuild a model: where it is and which variable holds its key (never the key)."""
+    return {**model.describe(), "api_key_env": model.api_key_env}
+
+
+def rebuild_model(record: Any) -> Any:
+    if not isinstance(record, dict):
+        return record  # None, or a bare name stored by an older run
+    return Model(record["name"], base_url=record.get("base_url"), api=record.get("api") or "responses",
+                 label=record.get("label"), api_key_env=record.get("api_key_env"))

@@ -1,0 +1,178 @@
+"""The three forms a manifest ``dataset`` takes (SPEC §3 and the Manifest decisions).
+
+- **Which form.** ``{"file_id", "format"?}`` is an uploaded file. Otherwise a ``dataset`` is
+  Hugging Face when it has ``source`` or any Hugging Face-only key (``name``, ``split``,
+  ``revision``, ``max_rows``, ``dataset_kwargs``, ``data_files``); else it is a local file when
+  it has ``format`` or its ``path`` ends in ``.jsonl``, ``.ndjson``, ``.csv`` or ``.json`` (any
+  case); any other ``path`` is Hugging Face (a repo id such as ``org/name``, a builder such as
+  ``json``, or a local dataset folder). See ``dataset_kind``; ``evalnb.data.loaders`` agrees.
+- **Split.** A Hugging Face dataset without ``split`` gets ``"test"`` as a task dataset and
+  ``"train"`` as a few-shot dataset, filled in at validation (``with_split``) so the canonical
+  form is explicit. ``HuggingFaceDataset.split`` built directly in Python may stay ``None``: the
+  loader's ``default_split`` then applies.
+- **Builder mode.** ``path`` ``"json"``/``"csv"`` needs ``data_files`` (top level or in
+  ``dataset_kwargs``), whose values must be http(s) URLs with a host. Whether a host is public is
+  checked when rows are loaded (``evalnb.data.urls``), not here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Discriminator, Field, Tag
+from pydantic_core import InitErrorDetails
+
+from evalnb.suite._validation import ManifestModel, NonEmptyStr, problem, show_value, union_message
+
+__all__ = [
+    "MAX_HF_ROWS",
+    "FileDataset",
+    "LocalDataset",
+    "HuggingFaceDataset",
+    "Dataset",
+    "DATASET_TAGS",
+    "dataset_kind",
+    "with_split",
+]
+
+MAX_HF_ROWS = 1_000_000
+LOCAL_FILE_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".json")  # as evalnb.data.loaders
+HF_ONLY_KEYS = frozenset({"source", "name", "split", "revision", "max_rows", "dataset_kwargs", "data_files"})
+BUILDER_PATHS = frozenset({"json", "csv"})
+
+DatasetFormat = Literal["jsonl", "csv"]
+
+
+class FileDataset(ManifestModel):
+    """An uploaded file (``evalnb.data.files``); ``format`` is inferred from its name if omitted."""
+
+    file_id: NonEmptyStr
+    format: DatasetFormat | None = None
+
+    @classmethod
+    def _unknown_field(cls, key: str) -> str:
+        if key == "path":
+            return "unknown field; a dataset has either file_id or path, not both"
+        return "unknown field; a file_id dataset takes only file_id and format"
+
+
+class LocalDataset(ManifestModel):
+    """A local JSONL/CSV file, relative to the manifest's folder (an evalnb extension)."""
+
+    path: NonEmptyStr
+    format: DatasetFormat | None = None
+
+    @classmethod
+    def _unknown_field(cls, key: str) -> str:
+        return "unknown field; a local file dataset takes only path and format"
+
+
+_DATA_FILES_WORDS = "a URL, a list of URLs or a mapping of split name to URL(s)"
+DataFiles = Annotated[str | list[str] | dict[str, str | list[str]], union_message(_DATA_FILES_WORDS)]
+
+
+class HuggingFaceDataset(ManifestModel):
+    """A Hugging Face dataset: a repo id, a builder (``json``/``csv`` + ``data_files``) or a folder."""
+
+    source: Literal["huggingface"] = "huggingface"
+    path: NonEmptyStr
+    name: str | None = None
+    split: NonEmptyStr | None = None  # None: the loader's default ("test", few-shot "train")
+    revision: str | None = None
+    max_rows: Annotated[int, Field(ge=1, le=MAX_HF_ROWS)] | None = None
+    dataset_kwargs: dict[str, Any] | None = None
+    data_files: DataFiles | None = None
+
+    @classmethod
+    def _problems(cls, data: dict[str, Any]) -> list[InitErrorDetails]:
+        path = data.get("path")
+        if not isinstance(path, str) or path not in BUILDER_PATHS:
+            return []
+        kwargs = data.get("dataset_kwargs")
+        nested = kwargs.get("data_files") if isinstance(kwargs, dict) else None
+        if data.get("data_files") is None and nested is None:
+            return [
+                problem(
+                    ("data_files",),
+                    "missing",
+                    f"required when path is {path!r} (builder mode): give data_files "
+                    "here or in dataset_kwargs",
+                )
+            ]
+        problems = []
+        nested_loc = ("dataset_kwargs", "data_files")
+        if nested is not None and not isinstance(nested, (str, list, dict)):
+            msg = f"must be {_DATA_FILES_WORDS} (found {show_value(nested)})"
+            problems.append(problem(nested_loc, "type_error", msg))
+        for loc, files in ((("data_files",), data.get("data_files")), (nested_loc, nested)):
+            bad = _non_http_urls(files)
+            if bad:
+                msg = f"builder data_files must be http(s) URLs (found {show_value(bad[0])})"
+                problems.append(problem(loc, "url_scheme", msg))
+        return problems
+
+
+Dataset = Annotated[
+    Annotated[FileDataset, Tag("file")]
+    | Annotated[LocalDataset, Tag("local")]
+    | Annotated[HuggingFaceDataset, Tag("huggingface")],
+    Discriminator(
+        lambda value: dataset_kind(value),
+        custom_error_type="dataset_form",
+        custom_error_message=(
+            'must be {"file_id": ...} (an uploaded file), {"path": "data/x.jsonl"} (a local '
+            'file) or a Hugging Face dataset {"path": "org/name", ...}'
+        ),
+    ),
+]
+# The union's tags; a model with a `Dataset` field lists them in `_tagged_unions`.
+DATASET_TAGS = {"file": FileDataset, "local": LocalDataset, "huggingface": HuggingFaceDataset}
+
+
+def dataset_kind(value: Any) -> Literal["file", "local", "huggingface"] | None:
+    """Which dataset form a manifest ``dataset`` value is (the rule in the module docstring)."""
+    if isinstance(value, BaseModel):
+        return next((tag for tag, model in DATASET_TAGS.items() if isinstance(value, model)), None)
+    if not isinstance(value, dict):
+        return None
+    if "file_id" in value:
+        return "file"
+    if HF_ONLY_KEYS & value.keys():
+        return "huggingface"
+    if "format" in value:
+        return "local"
+    path = value.get("path")
+    if isinstance(path, str) and path.lower().endswith(LOCAL_FILE_SUFFIXES):
+        return "local"
+    return "huggingface" if "path" in value else None
+
+
+def with_split(dataset: Any, split: str) -> Any:
+    """A raw Hugging Face dataset dict with its default split filled in (others unchanged)."""
+    if dataset_kind(dataset) != "huggingface" or not isinstance(dataset, dict):
+        return dataset
+    return dataset if dataset.get("split") is not None else {**dataset, "split": split}
+
+
+def _non_http_urls(files: Any) -> list[Any]:
+    """The entries of a ``data_files`` value that are not http(s) URLs with a host."""
+    from urllib.parse import urlsplit
+
+    if isinstance(files, dict):
+        values = [v for value in files.values() for v in (value if isinstance(value, list) else [value])]
+    elif isinstance(files, list):
+        values = files
+    else:
+        values = [files] if files is not None else []
+    bad = []
+    for value in values:
+        if not isinstance(value, str):
+            continue  # a type error, reported by the field
+        try:
+            parts = urlsplit(value)
+            ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            ok = False
+        if not ok:
+            bad.append(value)
+    return bad

@@ -1,0 +1,185 @@
+"""Rows -> Items: preprocessing, few-shot selection and template rendering.
+
+This is the one place that turns a task's dataset rows into exactly what a model is asked
+(`Item.prompt`) and what it is graded against (`Item.target`). The preview widget and the
+runner both read Items, so what you preview is what gets sent.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from evalnb.suite.templates import render_template
+
+if TYPE_CHECKING:
+    from evalnb.suite.manifest import SuiteManifest as Suite, Task
+
+# A preprocessor hook: (task, rows) -> rows. The sandbox provides the real one; tests and the
+# preview may pass their own.
+Preprocessor = Callable[["Task", list[dict]], list[dict]]
+
+
+@dataclass(frozen=True)
+class FewshotExample:
+    """One rendered few-shot example and the row it came from."""
+
+    row_index: int
+    prompt: str
+    target: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Item:
+    """One evaluated row: the exact prompt sent to every model and the target it is graded on."""
+
+    index: int
+    row: dict[str, Any]
+    prompt: str
+    target: str
+    choices: list[str] | None = None
+    fewshot: tuple[FewshotExample, ...] = field(default_factory=tuple)
+    question: str = ""  # the rendered prompt without few-shot examples
+
+    def as_grader_item(self) -> dict[str, Any]:
+        """The `item` dict a grader receives (SPEC Decisions: row fields + rendered fields)."""
+        item = dict(self.row)
+        item["target"] = self.target
+        item["prompt"] = self.prompt
+        # A task without choices leaves a row's own `choices` in place, as templates do (and
+        # as evalnb.scoring.grading.make_item does).
+        if self.choices is not None or "choices" not in item:
+            item["choices"] = self.choices
+        item["sample_index"] = self.index
+        item["row"] = self.row
+        return item
+
+
+def default_preprocessor(task: "Task", rows: list[dict]) -> list[dict]:
+    """Run the task's Python preprocessor in the sandbox (no-op when the task has none)."""
+    if task.preprocess is None:
+        return rows
+    from evalnb.sandbox import run_preprocessor
+
+    return run_preprocessor(task.preprocess, rows, task_id=task.id)
+
+
+def suite_items(
+    suite: "Suite",
+    task_id: str,
+    limit: int | None = None,
+    *,
+    preprocess: Preprocessor | None = None,
+    allow_private_hosts: bool = False,
+) -> list[Item]:
+    """Build the Items of one task: load rows, preprocess, add few-shot examples, render."""
+    from evalnb.data.loaders import load_rows
+
+    task = suite.task(task_id)
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise ValueError(f"task {task.id!r}: limit must be a non-negative integer (found {limit!r})")
+    fewshot = task.effective_fewshot
+    count = fewshot.count if fewshot else 0
+    separate_pool = bool(fewshot and fewshot.dataset is not None)
+
+    # Read no more rows than the items asked for need. A preprocessor (the task's, or one
+    # passed in) may drop or add rows, so with one we read everything; own-dataset random
+    # few-shot needs the whole pool too.
+    has_preprocessor = preprocess is not None or task.preprocess is not None
+    preprocess = preprocess or default_preprocessor
+    read_limit = None
+    if limit is not None and not has_preprocessor:
+        if count == 0 or separate_pool:
+            read_limit = limit
+        elif fewshot.strategy == "first":
+            read_limit = limit + count + 1
+
+    rows = load_rows(
+        task.dataset,
+        base_dir=suite.base_dir,
+        task_id=task.id,
+        default_split="test",
+        allow_private_hosts=allow_private_hosts,
+        limit=read_limit,
+    )
+    rows = preprocess(task, rows)
+
+    pool: list[dict] = rows
+    if count and separate_pool:
+        pool = load_rows(
+            fewshot.dataset,
+            base_dir=suite.base_dir,
+            task_id=task.id,
+            default_split="train",
+            allow_private_hosts=allow_private_hosts,
+        )
+        pool = preprocess(task, pool)
+
+    evaluated = rows if limit is None else rows[:limit]
+    examples = _FewshotRenderer(task, pool) if count else None
+    choices = list(task.choices) if task.choices is not None else None
+    target_template = task.target_template or ""
+    items = []
+    for index, row in enumerate(evaluated):
+        question = render_template(task.prompt_template, row, choices)
+        shots: tuple[FewshotExample, ...] = ()
+        prompt = question
+        if examples is not None:
+            exclude = None if separate_pool else index
+            shots = examples.pick(index, exclude)
+            if shots:
+                sep = fewshot.separator
+                prompt = sep.join(s.text for s in shots) + sep + question
+        items.append(
+            Item(
+                index=index,
+                row=row,
+                prompt=prompt,
+                target=render_template(target_template, row, choices),
+                choices=choices,
+                fewshot=shots,
+                question=question,
+            )
+        )
+    return items
+
+
+class _FewshotRenderer:
+    """Picks few-shot rows per evaluated row and renders each example once."""
+
+    def __init__(self, task: "Task", pool: list[dict]):
+        spec = task.effective_fewshot
+        self.spec = spec
+        self.pool = pool
+        self.choices = list(task.choices) if task.choices is not None else None
+        self._cache: dict[int, FewshotExample] = {}
+
+    def pick(self, index: int, exclude: int | None) -> tuple[FewshotExample, ...]:
+        n = len(self.pool)
+        available = n - (1 if exclude is not None and exclude < n else 0)
+        k = min(self.spec.count, available)
+        if k <= 0:
+            return ()
+        if self.spec.strategy == "random":
+            # Deterministic in (seed, row index): the same row always gets the same examples.
+            rng = random.Random(f"{self.spec.seed}:{index}")
+            picked = rng.sample(range(available), k)
+            if exclude is not None and exclude < n:
+                picked = [j + 1 if j >= exclude else j for j in picked]
+        else:
+            picked = [j for j in range(min(n, k + 1)) if j != exclude][:k]
+        return tuple(self._example(j) for j in picked)
+
+    def _example(self, j: int) -> FewshotExample:
+        cached = self._cache.get(j)
+        if cached is None:
+            row = self.pool[j]
+            prompt = render_template(self.spec.prompt_template, row, self.choices)
+            target = render_template(self.spec.target_template or "", row, self.choices)
+            text = render_template(
+                self.spec.example_template, {"prompt": prompt, "target": target}, None
+            )
+            cached = self._cache[j] = FewshotExample(j, prompt, target, text)
+        return cached

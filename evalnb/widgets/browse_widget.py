@@ -1,0 +1,380 @@
+"""`browse`: page through a run's real outputs, every model side by side for one item.
+
+One page per (task, sample_index). A filter narrows the pages to the ones worth reading:
+``failures`` (a model failed, errored, or extraction found nothing) and ``disagreements``
+(the models' extracted outputs or first-metric scores differ). The samples frame is the
+one ``RunResult.samples`` gives; any numeric column outside the known sample fields is read
+as a metric, so new metric columns need no change here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evalnb.widgets import _html as h
+from evalnb.widgets.preview_widget import _as_index
+
+if TYPE_CHECKING:
+    from evalnb.suite import Suite
+
+__all__ = ["FILTERS", "BrowseWidget", "browse", "metric_columns"]
+
+FILTERS = ("all", "failures", "disagreements")
+REQUIRED = ("task_id", "model", "sample_index")
+# Sample fields that are never metrics, even when numeric.
+KNOWN_COLUMNS = frozenset(
+    {
+        "task_id", "model", "sample_index", "status", "prompt", "target", "output_text",
+        "extracted_output", "error", "dataset_row", "response_id", "usage", "judge", "scores",
+        "latency_s", "created_at", "started_at", "completed_at", "run_id", "id", "object",
+        "attempts", "retries", "empty_retries", "input_tokens", "output_tokens", "total_tokens",
+        "reasoning_tokens", "cached_tokens", "reused", "cached", "model_name", "api",
+    }
+)  # fmt: skip
+
+
+def browse(
+    samples_df: Any,
+    *,
+    suite: "Suite | None" = None,
+    filter: str | None = None,
+    models: list[str] | None = None,
+) -> "BrowseWidget":
+    """A widget paging through ``samples_df`` one (task, sample_index) at a time.
+
+    ``filter``: ``"all"`` (default), ``"failures"`` or ``"disagreements"``. ``models``: the
+    model labels to show, in this order (default: all, in order of appearance). ``suite``:
+    optional; it names the declared metrics and shows prompts with few-shot examples boxed.
+    """
+    return BrowseWidget(samples_df, suite=suite, filter=filter, models=models)
+
+
+def metric_columns(frame: Any, declared: tuple[str, ...] = ()) -> list[str]:
+    """Columns holding per-sample scores: declared metric ids, and numeric non-sample columns."""
+    return [
+        column
+        for column in frame.columns
+        if column not in KNOWN_COLUMNS and (column in declared or _numeric(frame[column]))
+    ]
+
+
+def _numeric(series: Any) -> bool:
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(series):
+        return True
+    values = [v for v in series if not _missing(v)]
+    return bool(values) and all(isinstance(v, (int, float)) for v in values)
+
+
+def _missing(value: Any) -> bool:
+    """None, NaN, pd.NA or NaT: a cell with no value."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _clean(value: Any) -> Any:
+    """NaN / pd.NA -> None; numpy scalars -> Python values (so comparisons behave)."""
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        try:
+            value = value.item()
+        except (ValueError, TypeError):
+            pass
+    return None if _missing(value) else value
+
+
+@dataclass
+class Page:
+    """One item of one task, with every model's sample for it (in model order)."""
+
+    task_id: str
+    sample_index: int
+    samples: list[dict[str, Any]]
+    failure: bool
+    disagreement: bool
+
+
+class BrowseWidget:
+    """Filter + navigation over `Page`s; ``.widget`` is the displayable ipywidgets tree."""
+
+    def __init__(
+        self,
+        samples_df: Any,
+        *,
+        suite: "Suite | None" = None,
+        filter: str | None = None,
+        models: list[str] | None = None,
+    ) -> None:
+        if not (hasattr(samples_df, "columns") and hasattr(samples_df, "to_dict")):
+            raise TypeError(f"browse needs a samples DataFrame, got {type(samples_df).__name__}")
+        missing = [c for c in REQUIRED if c not in samples_df.columns]
+        if missing:
+            have = ", ".join(map(str, samples_df.columns)) or "none"
+            raise ValueError(f"samples frame is missing column(s) {', '.join(missing)}; it has: {have}")
+        filter = "all" if filter is None else filter
+        if filter not in FILTERS:
+            raise ValueError(f"unknown filter {filter!r}; use one of: {', '.join(FILTERS)}")
+        self.suite = suite
+        frame = _expand_scores(samples_df)
+        declared = _declared_metrics(suite)
+        self.metrics = metric_columns(frame, declared)
+        self.models = _choose_models(frame, models)
+        frame = frame[frame["model"].isin(self.models)]
+        self.all_pages = _pages(frame, self.models, self.metrics)
+        self.counts = {
+            "all": len(self.all_pages),
+            "failures": sum(p.failure for p in self.all_pages),
+            "disagreements": sum(p.disagreement for p in self.all_pages),
+        }
+        self.filter, self.index, self.pages = filter, 0, self._filtered(filter)
+        self._items: dict[str, Any] = {}
+        self._syncing = False
+        self._build()
+        self._refresh()
+
+    # -- state and navigation -------------------------------------------------------------------
+
+    @property
+    def page(self) -> Page | None:
+        return self.pages[self.index] if self.pages else None
+
+    def set_filter(self, name: str) -> None:
+        """Show only the pages of filter ``name`` (starting from the first)."""
+        if name not in FILTERS:
+            raise ValueError(f"unknown filter {name!r}; use one of: {', '.join(FILTERS)}")
+        self.filter, self.index, self.pages = name, 0, self._filtered(name)
+        self._refresh()
+
+    def show(self, index: int) -> None:
+        """Show page ``index`` of the current filter (IndexError naming the valid range)."""
+        count = len(self.pages)
+        position = _as_index(index)
+        if position is None or not 0 <= position < count:
+            valid = f"0-{count - 1}" if count else f"none: filter {self.filter!r} matches no page"
+            raise IndexError(f"no page {index!r} (valid: {valid})")
+        self.index = position
+        self._refresh()
+
+    def next(self) -> None:
+        if self.index + 1 < len(self.pages):
+            self.show(self.index + 1)
+
+    def prev(self) -> None:
+        if self.index > 0:
+            self.show(self.index - 1)
+
+    # -- display ------------------------------------------------------------------------------
+
+    def static_html(self) -> str:
+        return h.page(self.title_html.value, self.page_html.value)
+
+    def _repr_html_(self) -> str:
+        return self.static_html()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return h.display_bundle(self.widget, self.static_html(), repr(self), **kwargs)
+
+    def __repr__(self) -> str:
+        return f"BrowseWidget(filter={self.filter!r}, page={self.index}, pages={len(self.pages)})"
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _filtered(self, name: str) -> list[Page]:
+        if name == "failures":
+            return [p for p in self.all_pages if p.failure]
+        if name == "disagreements":
+            return [p for p in self.all_pages if p.disagreement]
+        return list(self.all_pages)
+
+    def _build(self) -> None:
+        import ipywidgets as w
+
+        options = [(f"{name} ({self.counts[name]})", name) for name in FILTERS]
+        self.filter_select = w.Dropdown(options=options, value=self.filter, description="show")
+        self.prev_button = w.Button(description="Previous", icon="arrow-left")
+        self.next_button = w.Button(description="Next", icon="arrow-right")
+        self.slider = w.IntSlider(min=0, max=0, value=0, description="page", continuous_update=False)
+        self.title_html, self.page_html = w.HTML(), w.HTML()
+        nav = w.HBox([self.filter_select, self.prev_button, self.slider, self.next_button])
+        self.widget = w.VBox([nav, self.title_html, self.page_html])
+        self.filter_select.observe(self._on_filter, names="value")
+        self.slider.observe(self._on_slider, names="value")
+        self.prev_button.on_click(lambda _: self.prev())
+        self.next_button.on_click(lambda _: self.next())
+
+    def _on_filter(self, change: dict) -> None:
+        if not self._syncing and change["new"] != self.filter:
+            self.set_filter(change["new"])
+
+    def _on_slider(self, change: dict) -> None:
+        if not self._syncing and change["new"] != self.index and self.pages:
+            self.show(change["new"])
+
+    def _refresh(self) -> None:
+        last = max(len(self.pages) - 1, 0)
+        self._syncing = True
+        try:
+            self.filter_select.value = self.filter
+            self.slider.max, self.slider.value = last, self.index
+            self.slider.disabled = not self.pages
+            self.prev_button.disabled = self.index <= 0
+            self.next_button.disabled = self.index >= last
+        finally:
+            self._syncing = False
+        page = self.page
+        if page is None:
+            self.title_html.value = f"<b>no pages</b> (filter: {h.esc(self.filter)})"
+            self.page_html.value = h.note(f"no (task, sample) matches filter {self.filter!r}")
+            return
+        flags = [name for name, on in (("failure", page.failure), ("disagreement", page.disagreement)) if on]
+        self.title_html.value = (
+            f"<b>task {h.esc(page.task_id)}</b> &middot; sample_index {page.sample_index} &middot; "
+            f"page {self.index + 1} of {len(self.pages)} (filter: {h.esc(self.filter)})"
+            + (f" &middot; <span style='color:#b45309'>{h.esc(', '.join(flags))}</span>" if flags else "")
+        )
+        self.page_html.value = self._page_view(page)
+
+    def _page_view(self, page: Page) -> str:
+        prompt = next((s.get("prompt") for s in page.samples if s.get("prompt") is not None), None)
+        target = next((s.get("target") for s in page.samples if s.get("target") is not None), None)
+        parts = [h.heading("Prompt"), self._prompt_view(page, prompt)]
+        parts += [h.heading("Target"), h.box("target", h.pre(target)) if target is not None else h.note("none")]
+        metrics = [m for m in self.metrics if any(s.get(m) is not None for s in page.samples)]
+        rows: list[tuple[str, list[str]]] = [
+            ("status", [h.esc(s.get("status") or "") for s in page.samples]),
+            ("output_text", [_text_cell(s.get("output_text")) for s in page.samples]),
+            ("extracted_output", _compared(page.samples, "extracted_output", _text_cell)),
+        ]
+        for metric in metrics:
+            rows.append((metric, _compared(page.samples, metric, _score_cell)))
+        if any(s.get("error") is not None for s in page.samples):
+            rows.append(("error", [h.error(str(s["error"])) if s.get("error") is not None else ""
+                                   for s in page.samples]))  # fmt: skip
+        return "".join(parts) + h.heading("Outputs") + h.table([s["model"] for s in page.samples], rows)
+
+    def _prompt_view(self, page: Page, prompt: str | None) -> str:
+        """With a suite, box the few-shot examples (when the stored prompt is still the item's)."""
+        if self.suite is not None:
+            item = self._item(page.task_id, page.sample_index)
+            if item is not None and item.prompt == prompt:
+                return h.prompt_view(self.suite.task(page.task_id), item)
+        return h.box("prompt", h.pre(prompt)) if prompt is not None else h.note("not stored")
+
+    def _item(self, task_id: str, index: int) -> Any:
+        if task_id not in self._items:
+            try:
+                last = max(p.sample_index for p in self.all_pages if p.task_id == task_id)
+                self._items[task_id] = self.suite.items(task_id, limit=last + 1)  # type: ignore[union-attr]
+            except Exception:  # unknown task or data gone: fall back to the stored prompt
+                self._items[task_id] = []
+        items = self._items[task_id]
+        return items[index] if 0 <= index < len(items) else None
+
+
+# -- building pages ---------------------------------------------------------------------------
+
+
+def _expand_scores(frame: Any) -> Any:
+    """A ``scores`` column of dicts becomes one column per metric (unless already present)."""
+    if "scores" not in frame.columns:
+        return frame
+    keys: dict[str, None] = {}
+    for value in frame["scores"]:
+        if isinstance(value, dict):
+            keys.update(dict.fromkeys(str(k) for k in value))
+    new = {
+        key: [v.get(key) if isinstance(v, dict) else None for v in frame["scores"]]
+        for key in keys
+        if key not in frame.columns
+    }
+    return frame.assign(**new) if new else frame
+
+
+def _declared_metrics(suite: Any) -> tuple[str, ...]:
+    if suite is None:
+        return ()
+    return tuple(dict.fromkeys(m.id for task in suite.tasks for m in task.effective_metrics))
+
+
+def _choose_models(frame: Any, models: list[str] | None) -> list[str]:
+    present = list(dict.fromkeys(str(m) for m in frame["model"]))
+    if models is None:
+        return present
+    if isinstance(models, str):
+        models = [models]
+    unknown = [m for m in models if m not in present]
+    if unknown:
+        raise ValueError(f"unknown model(s) {', '.join(map(repr, unknown))}; the samples have: {', '.join(present)}")
+    return list(dict.fromkeys(models))
+
+
+def _pages(frame: Any, models: list[str], metrics: list[str]) -> list[Page]:
+    order = {m: i for i, m in enumerate(models)}
+    grouped: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for record in frame.to_dict("records"):
+        sample = {k: _clean(v) for k, v in record.items()}
+        sample["model"] = str(sample["model"])
+        key = (str(sample["task_id"]), int(sample["sample_index"]))
+        grouped.setdefault(key, []).append(sample)
+    first_metric = _first_metric_per_task(grouped, metrics)
+    pages = []
+    for (task_id, index), samples in grouped.items():
+        samples.sort(key=lambda s: order[s["model"]])
+        failure = any(
+            s.get("status") == "failed" or s.get("error") is not None or s.get("extracted_output") is None
+            for s in samples
+        )
+        disagree = len(samples) > 1 and (
+            len({_key(s.get("extracted_output")) for s in samples}) > 1
+            or (first_metric.get(task_id) is not None
+                and len({_key(s.get(first_metric[task_id])) for s in samples}) > 1)
+        )  # fmt: skip
+        pages.append(Page(task_id, index, samples, failure, disagree))
+    task_order = {task: i for i, task in enumerate(dict.fromkeys(task for task, _ in grouped))}
+    pages.sort(key=lambda p: (task_order[p.task_id], p.sample_index))
+    return pages
+
+
+def _first_metric_per_task(grouped: dict, metrics: list[str]) -> dict[str, str | None]:
+    """Per task, the first metric column that has a value for any of its samples."""
+    per_task: dict[str, list[dict]] = {}
+    for (task_id, _), samples in grouped.items():
+        per_task.setdefault(task_id, []).extend(samples)
+    return {
+        task_id: next((m for m in metrics if any(s.get(m) is not None for s in samples)), None)
+        for task_id, samples in per_task.items()
+    }
+
+
+def _key(value: Any) -> Any:
+    """A hashable stand-in for comparing values (1 and 1.0 and True are the same score)."""
+    if isinstance(value, (dict, list)):
+        return repr(value)
+    return value
+
+
+def _compared(samples: list[dict], column: str, cell: Any) -> list[str]:
+    """Cells for one row; values differing from the first model's are highlighted."""
+    reference = _key(samples[0].get(column))
+    out = []
+    for sample in samples:
+        html = cell(sample.get(column))
+        if _key(sample.get(column)) != reference:
+            html = f'<div class="evalnb-differs" style="background:#fef3c7;color:#111">{html}</div>'
+        out.append(html)
+    return out
+
+
+def _text_cell(value: Any) -> str:
+    return h.note("None") if value is None else h.pre(value)
+
+
+def _score_cell(value: Any) -> str:
+    if value is None:
+        return h.note("null")
+    return f"<b>{h.esc(f'{value:g}' if isinstance(value, float) else value)}</b>"
