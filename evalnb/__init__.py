@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "SandboxError": "evalnb.errors",
     "PreprocessError": "evalnb.errors",
     "ProviderError": "evalnb.errors",
+    "SandboxIsolationWarning": "evalnb.sandbox.isolation",
     # models and runs
     "Model": "evalnb.providers",
     "run": "evalnb.runner.api",
@@ -40,6 +41,8 @@ _EXPORTS: dict[str, str] = {
     "RunResult": "evalnb.results.run_result",
     # notebook
     "preview": "evalnb.widgets",
+    # what confines graders here
+    "sandbox_isolation": "evalnb.sandbox.report",
     # modules used as namespaces
     "files": "evalnb.data.files",
     "graders": "evalnb.graders",
@@ -80,6 +83,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from evalnb.suite import Suite, Task
     from evalnb.suite.items import Item
     from evalnb.providers import Model
+    from evalnb.sandbox.isolation import SandboxIsolationWarning
+    from evalnb.sandbox.report import sandbox_isolation
     from evalnb.results.run_result import RunResult
     from evalnb.runner.api import arun, load_run, resume, run, runs
     from evalnb.suite.templates import render_template

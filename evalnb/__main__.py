@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalnb.cli import main
+from evalnb.cli import console
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()

@@ -8,19 +8,23 @@ objects) is frozen so collections skip it, and young objects are collected after
 allocations instead of 700. At zero model latency that is ~10% of a run's CPU; reference
 counting still frees every sample as it goes, and cycles are still collected, just later.
 
-`freeze_at_exit` is the third: a process that ran evalnb freezes its heap when it exits, so
-the interpreter's shutdown collections (several full passes while modules are torn down)
-skip the pandas/numpy/pyarrow-sized heap: ~70 ms of a script's exit. Python does not promise
-`__del__` for objects still alive at exit; with the freeze, objects kept alive only by a
-reference cycle at that point are not finalized (refcounted ones still are). Set
-``EVALNB_FAST_EXIT=0`` to keep the usual shutdown.
+`freeze_at_exit` is the third, and the only one that outlives a run, so it is kept to
+processes evalnb owns: the ``evalnb`` command (`own_this_process`), or a script that asks
+with ``EVALNB_FAST_EXIT=1``; never a notebook kernel or a user's script by default. Such a
+process freezes its heap when it exits, so the interpreter's shutdown collections (several
+full passes while modules are torn down) skip the pandas/numpy/pyarrow-sized heap: ~70 ms
+of an exit. Python does not promise `__del__` for objects still alive at exit; with the
+freeze, objects kept alive only by a reference cycle at that point are not finalized
+(refcounted ones still are). ``EVALNB_FAST_EXIT=0`` turns it off in the CLI too.
 
 `quiet_import` is for pandas, which a run imports in the background: no collections while
 it loads, and its objects join the run's frozen heap.
 
 `gc_paused` and `fewer_collections` count nesting process-wide (runs in several threads, pool
 threads pausing at once): the collector's settings come back when the last user leaves, and
-only as they were before.
+only as they were before. Freezing cannot be undone in part (`gc.unfreeze` thaws every
+frozen object), so when the caller has frozen objects of its own (`gc.get_freeze_count()`
+above 0), a run does not freeze at all and only raises the young-generation threshold.
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ _paused = 0
 _was_enabled = False
 _runs = 0
 _saved_threshold: tuple[int, ...] = ()
+_froze = False  # this run froze the heap (the caller had frozen nothing): it thaws it again
 _exit_hook = False
+_owned = False  # set by the evalnb command: this whole process is evalnb's
 
 
 @contextmanager
@@ -63,11 +69,13 @@ def gc_paused() -> Iterator[None]:
 @contextmanager
 def fewer_collections() -> Iterator[None]:
     """Freeze the existing heap and collect young objects rarely while the block runs."""
-    global _runs, _saved_threshold
+    global _runs, _saved_threshold, _froze
     with _lock:
         if _runs == 0:
             _saved_threshold = gc.get_threshold()
-            gc.freeze()
+            _froze = gc.get_freeze_count() == 0
+            if _froze:
+                gc.freeze()
             gc.set_threshold(max(RUN_GEN0_THRESHOLD, _saved_threshold[0]), *_saved_threshold[1:])
         _runs += 1
     try:
@@ -77,7 +85,9 @@ def fewer_collections() -> Iterator[None]:
             _runs -= 1
             if _runs == 0:
                 gc.set_threshold(*_saved_threshold)
-                gc.unfreeze()
+                if _froze:
+                    gc.unfreeze()
+                    _froze = False
 
 
 @contextmanager
@@ -93,15 +103,29 @@ def quiet_import() -> Iterator[None]:
     with gc_paused():
         yield
         with _lock:  # before the collector is back: its first pass would traverse everything new
-            if _runs > 0:
+            if _runs > 0 and _froze:
                 gc.freeze()
 
 
+def own_this_process() -> None:
+    """Called by the evalnb command: process-wide shortcuts (the exit freeze) are allowed."""
+    global _owned
+    _owned = True
+
+
+def fast_exit_wanted() -> bool:
+    """``EVALNB_FAST_EXIT`` decides when set; otherwise only a process evalnb owns."""
+    value = os.environ.get("EVALNB_FAST_EXIT", "").strip().lower()
+    if value in ("0", "false", "no", "off"):
+        return False
+    return value in ("1", "true", "yes", "on") or _owned
+
+
 def freeze_at_exit() -> None:
-    """Once per process: freeze the heap at exit so shutdown skips collecting it (see above)."""
+    """Once per process, where allowed: freeze the heap at exit so shutdown skips it (see above)."""
     global _exit_hook
     with _lock:
-        if _exit_hook or os.environ.get("EVALNB_FAST_EXIT", "1").strip().lower() in ("0", "false", "no", "off"):
+        if _exit_hook or not fast_exit_wanted():
             return
         _exit_hook = True
     atexit.register(gc.freeze)

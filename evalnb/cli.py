@@ -39,6 +39,14 @@ class CliError(Exception):
     """A failure the user can fix: its message goes to stderr and the command exits 1."""
 
 
+def console() -> None:
+    """The ``evalnb`` console script and ``python -m evalnb``: this process is evalnb's own."""
+    from evalnb._gc import own_this_process
+
+    own_this_process()
+    sys.exit(main())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command and return its exit code (the console script passes it to sys.exit)."""
     parser = build_parser()
@@ -122,6 +130,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("resume", parents=[common], help="continue a run that died, failed or was stopped")
+    p.add_argument("run_id", help="run id, a unique prefix or suffix of one, or 'latest'")
+    p.add_argument("--force", action="store_true",
+                   help="take over a run whose owner was on another host (e.g. a re-created container)")
+    p.add_argument("--concurrency", type=_positive, help="model calls in flight (default: the run's own)")
+    p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.set_defaults(handler=cmd_resume)
 
     p = sub.add_parser("runs", parents=[common], help="list stored runs, newest first")
     p.add_argument("--limit", type=_non_negative, default=SAMPLE_ROWS, help="at most N runs (0: all; default 20)")
@@ -260,6 +277,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
         reuse=not args.no_reuse, progress=False if args.no_progress else "text",
     )
+    return _finish(result, args)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from evalnb.runner.api import resume
+
+    with _open_store() as store:
+        run_id = _find_run(store, args.run_id)
+    result = resume(run_id, concurrency=args.concurrency, force=args.force,
+                    progress=False if args.no_progress else "text")
+    return _finish(result, args)
+
+
+def _finish(result: RunResult, args: argparse.Namespace) -> int:
+    """Print a finished run's metrics and outcome; the exit code says how it went."""
     _print_metrics(result)
     counts = result.run.get("counts") or {}
     failed = int(counts.get("failed") or 0)

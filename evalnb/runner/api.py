@@ -33,8 +33,10 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
 
     Options: ``generation`` (dict), ``concurrency`` (1-25, default 4), ``task_ids``,
     ``max_samples``, ``judge_model``, ``embedding_model``, ``grader_concurrency``,
-    ``metadata``, ``reuse`` (default True: reuse stored outputs), ``progress``
-    (True / False / "text"), ``store`` (an `evalnb.store.Store`; default: the evalnb home).
+    ``metadata``, ``reuse`` (default True: reuse stored outputs), ``allow_network`` (True or
+    task ids whose graders and preprocessors may use the network; default: none may),
+    ``progress`` (True / False / "text"), ``store`` (an `evalnb.store.Store`; default: the
+    evalnb home). All but ``progress`` and ``store`` are stored with the run; `resume` uses them.
     Interrupting (Ctrl-C, the notebook's interrupt button) keeps every finished sample and
     returns a partial result with status ``cancelled``. The panel's Stop button does the same
     for a run the kernel is not blocked on: ``task = asyncio.ensure_future(evalnb.arun(...))``,
@@ -56,6 +58,7 @@ async def arun(
     grader_concurrency: int | None = None,
     metadata: dict[str, Any] | None = None,
     reuse: bool = True,
+    allow_network: bool | Sequence[str] = False,
     progress: bool | str | None = None,
     store: Any = None,
 ) -> "RunResult":
@@ -73,30 +76,37 @@ async def arun(
         grader_concurrency=grader_concurrency,
         metadata=metadata,
         reuse=reuse,
+        allow_network=allow_network,
     )
     return await RunEngine(plan, store=store, progress=progress).execute()
 
 
 def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
            store: Any = None, concurrency: int | None = None, judge_model: Any = None,
-           embedding_model: Any = None) -> "RunResult":
+           embedding_model: Any = None, force: bool = False) -> "RunResult":
     """Continue a run that died, failed or was cancelled, under the same run id.
 
-    Finished samples are kept; the rest are done. Models (and the judge and embedding models)
-    are rebuilt from the stored run, with keys from the environment variables they were given
-    (``api_key_env``); pass ``models=`` / ``judge_model=`` / ``embedding_model=`` again if
-    they need explicit keys.
+    Finished samples are kept; the rest are done with the run's own stored options
+    (generation, ``reuse``, ``grader_concurrency``, ``allow_network``, ...). Models (and the
+    judge and embedding models) are rebuilt from the stored run, with keys from the
+    environment variables they were given (``api_key_env``); pass ``models=`` /
+    ``judge_model=`` / ``embedding_model=`` again if they need explicit keys.
+
+    A run another process still owns is refused. Its owner on this machine is checked by
+    pid; on another host (a re-created container gets a new host name) it counts as gone
+    once its heartbeat is two minutes old, or at once with ``force=True``.
     """
     return run_sync(aresume(run_id, models=models, progress=progress, store=store, concurrency=concurrency,
-                            judge_model=judge_model, embedding_model=embedding_model))
+                            judge_model=judge_model, embedding_model=embedding_model, force=force))
 
 
 async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
                   store: Any = None, concurrency: int | None = None, judge_model: Any = None,
-                  embedding_model: Any = None) -> "RunResult":
+                  embedding_model: Any = None, force: bool = False) -> "RunResult":
     from evalnb.suite import Suite
     from evalnb.store import Store
 
+    check_mode(progress)
     store = store or Store()
     record = store.get_run(run_id)
     if record["status"] == "completed":
@@ -104,27 +114,38 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
 
         return RunResult(store, run_id)
     manifest = store.get_suite(record["suite_version"])
-    meta = record.get("metadata") or {}
     summary = record.get("summary") or {}
     suite = Suite.from_dict(manifest, base_dir=summary.get("base_dir"))
+    options = stored_options(record)
     if models is None:
         models = [rebuild_model(m) for m in summary.get("models") or record["models"]]
-    if judge_model is None:
-        judge_model = rebuild_model(summary.get("judge_model") or record.get("judge_model"))
-    if embedding_model is None:
-        embedding_model = rebuild_model(summary.get("embedding_model") or record.get("embedding_model"))
-    plan = make_plan(
-        suite,
-        models,
-        generation=record.get("generation") or None,
-        concurrency=concurrency or record.get("concurrency") or 4,
-        task_ids=record.get("task_ids"),
-        max_samples=record.get("max_samples"),
-        judge_model=judge_model,
-        embedding_model=embedding_model,
-        metadata=meta,
-    )
-    return await RunEngine(plan, store=store, progress=progress, run_id=run_id).execute()
+    if judge_model is not None:
+        options["judge_model"] = judge_model
+    if embedding_model is not None:
+        options["embedding_model"] = embedding_model
+    if concurrency is not None:
+        options["concurrency"] = concurrency
+    plan = make_plan(suite, models, **options)
+    return await RunEngine(plan, store=store, progress=progress, run_id=run_id, force=force).execute()
+
+
+def stored_options(record: dict[str, Any]) -> dict[str, Any]:
+    """The `make_plan` options a stored run was started with (older runs: what their record has)."""
+    summary = record.get("summary") or {}
+    options = dict(summary.get("options") or {})
+    if not options:  # a run recorded before the options were stored
+        options = {
+            "generation": record.get("generation") or None,
+            "concurrency": record.get("concurrency") or 4,
+            "task_ids": record.get("task_ids"),
+            "max_samples": record.get("max_samples"),
+            "metadata": record.get("metadata") or {},
+            "judge_model": summary.get("judge_model") or record.get("judge_model"),
+            "embedding_model": summary.get("embedding_model") or record.get("embedding_model"),
+        }
+    for role in ("judge_model", "embedding_model"):
+        options[role] = rebuild_model(options.get(role))
+    return options
 
 
 def runs(store: Any = None) -> "pd.DataFrame":

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from evalnb.results.run_result import RunResult
 
 TICK_S = 0.25  # progress display refresh
+HEARTBEAT_S = 15.0  # how often a running run marks its record alive (see Store.claim_run)
 
 
 @dataclass
@@ -51,8 +52,10 @@ class TaskState:
 class RunEngine(GradingPipeline):
     """Runs one plan: opens the run record, prepares tasks, generates, hands samples to grading."""
 
-    def __init__(self, plan: RunPlan, *, store: Any, progress: bool | str | None, run_id: str | None = None):
+    def __init__(self, plan: RunPlan, *, store: Any, progress: bool | str | None, run_id: str | None = None,
+                 force: bool = False):
         self.plan = plan
+        self._force = force
         self._store = store
         self._progress_mode = progress
         self.run_id = run_id
@@ -81,7 +84,9 @@ class RunEngine(GradingPipeline):
         plan = self.plan
         self._loop = asyncio.get_running_loop()
         self._preloaded = _preload_result_libraries(self._loop)
+        # The run's own pools: user code of the tasks opted into the network runs apart.
         self.pool = SandboxPool(plan.grader_concurrency)
+        self.net_pool = SandboxPool(plan.grader_concurrency, network=True) if plan.network_tasks else None
         # One worker starts now, while the run record is opened and the rows are read (the
         # grader check waits for it); more start when the grading needs them.
         warm = self.pool.warm_soon(1)
@@ -90,7 +95,7 @@ class RunEngine(GradingPipeline):
             self._open_run()
         except BaseException:
             # close first: a worker still starting is then stopped as soon as it is up
-            await self.pool.aclose()
+            await self._close_pools()
             await asyncio.gather(warm, return_exceptions=True)
             raise
         self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
@@ -137,7 +142,7 @@ class RunEngine(GradingPipeline):
         if self.run_id is None:
             self.run_id = store.find_resumable_run(suite.version, **args) if plan.reuse else None
         if self.run_id is not None:
-            store.claim_run(self.run_id)
+            store.claim_run(self.run_id, force=self._force)
         else:
             self.run_id = store.create_run(
                 suite.version, concurrency=plan.concurrency, metadata=plan.metadata, status="in_progress", **args
@@ -148,8 +153,7 @@ class RunEngine(GradingPipeline):
         store.update_run(self.run_id, summary={
             "base_dir": base_dir,
             "models": [model_record(m) for m in plan.models],
-            "judge_model": model_record(plan.judge_model) if plan.judge_model else None,
-            "embedding_model": model_record(plan.embedding_model) if plan.embedding_model else None,
+            "options": plan.stored_options(),
         })
         self.progress.run_id = self.run_id
 
@@ -185,16 +189,29 @@ class RunEngine(GradingPipeline):
                 self.progress.status = status
                 if self.display is not None:
                     self.display.close()
-                await self.pool.aclose()
+                await self._close_pools()
                 await self._close_clients()
 
+    def pool_for(self, task_id: str) -> Any:
+        """The sandbox pool for a task's user code: with the network only if the run said so."""
+        return self.net_pool if task_id in self.plan.network_tasks else self.pool
+
+    async def _close_pools(self) -> None:
+        await self.pool.aclose()
+        if self.net_pool is not None:
+            await self.net_pool.aclose()
+
     async def _tick(self) -> None:
+        beat = time.monotonic()
         while True:
             await asyncio.sleep(TICK_S)
             if self.display is not None:
                 self.display.update()
             if self.progress.stop_requested:
                 self._stop.set()
+            if time.monotonic() - beat >= HEARTBEAT_S:
+                beat = time.monotonic()
+                self.store.heartbeat(self.run_id)  # says "still running" to other hosts
 
     # ---- preparation ----------------------------------------------------------------------
     async def _prepare_tasks(self) -> None:
@@ -225,12 +242,14 @@ class RunEngine(GradingPipeline):
             try:
                 # ctx.metadata: the task's metadata with the run's on top (the run's wins).
                 metadata = {**dict(task.metadata or {}), **plan.metadata}
-                grader = Grader(task.grader, task_id=task_id, pool=self.pool, bridge=bridge,
+                pool = self.pool_for(task_id)
+                grader = Grader(task.grader, task_id=task_id, pool=pool, bridge=bridge,
                                 run_id=self.run_id, metadata=metadata)
                 # A grader that does not load fails its task before any call. The check waits
                 # for a sandbox worker to start, so it runs while this thread reads the rows.
                 check = asyncio.ensure_future(grader.check())
-                items = await asyncio.to_thread(suite_items, plan.suite, task_id, plan.max_samples)
+                items = await asyncio.to_thread(suite_items, plan.suite, task_id, plan.max_samples,
+                                                preprocess=_preprocessor(pool) if task.preprocess else None)
                 await check
             except Exception as exc:  # noqa: BLE001 - a task that cannot start fails alone
                 self.task_errors[task_id] = f"{type(exc).__name__}: {exc}"
@@ -470,6 +489,16 @@ class RunEngine(GradingPipeline):
         task = asyncio.ensure_future(coro)
         self._grading.add(task)
         task.add_done_callback(self._grading.discard)
+
+
+def _preprocessor(pool: Any) -> Any:
+    """The task's preprocessor, run in the run's own pool (closed with the run)."""
+    from evalnb.sandbox import preprocess
+
+    def run(task: Any, rows: list[dict]) -> list[dict]:
+        return preprocess(task, rows, pool=pool)
+
+    return run
 
 
 def _settle(task: asyncio.Future | None) -> None:

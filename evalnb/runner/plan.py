@@ -35,6 +35,22 @@ class RunPlan:
     grader_concurrency: int | None
     metadata: dict[str, Any] = field(default_factory=dict)
     reuse: bool = True
+    network_tasks: frozenset[str] = frozenset()  # tasks whose user code keeps the network
+
+    def stored_options(self) -> dict[str, Any]:
+        """Every option that shapes this run, as JSON (no keys): what `resume` runs with again."""
+        return {
+            "generation": self.generation,
+            "task_ids": None if self.all_tasks else self.task_ids,
+            "max_samples": self.max_samples,
+            "concurrency": self.concurrency,
+            "grader_concurrency": self.grader_concurrency,
+            "metadata": self.metadata,
+            "reuse": self.reuse,
+            "allow_network": sorted(self.network_tasks),
+            "judge_model": model_record(self.judge_model) if self.judge_model else None,
+            "embedding_model": model_record(self.embedding_model) if self.embedding_model else None,
+        }
 
 
 def as_model(value: Any, what: str = "model") -> Model:
@@ -62,6 +78,7 @@ def make_plan(
     grader_concurrency: int | None = None,
     metadata: dict[str, Any] | None = None,
     reuse: bool = True,
+    allow_network: bool | Sequence[str] = False,
 ) -> RunPlan:
     from evalnb.suite.generation import Generation
     from evalnb.suite import Suite
@@ -99,6 +116,19 @@ def make_plan(
         if unknown or not chosen:
             raise ValueError(f"task_ids: unknown task(s) {unknown}; the suite has {known}")
     gen = Generation.from_value(generation).canonical()
+    if allow_network is True:
+        network_tasks = frozenset(chosen)
+    elif allow_network is False or allow_network is None:
+        network_tasks = frozenset()
+    else:
+        if isinstance(allow_network, str):
+            allow_network = [allow_network]
+        if not isinstance(allow_network, (list, tuple, set, frozenset)):
+            raise TypeError(f"allow_network must be True, False or a list of task ids, got {allow_network!r}")
+        unknown = sorted(set(allow_network) - set(known))
+        if unknown:
+            raise ValueError(f"allow_network: unknown task(s) {unknown}; the suite has {known}")
+        network_tasks = frozenset(allow_network) & frozenset(chosen)
     return RunPlan(
         suite=suite,
         models=model_list,
@@ -112,6 +142,7 @@ def make_plan(
         grader_concurrency=grader_concurrency,
         metadata=dict(metadata or {}),
         reuse=bool(reuse),
+        network_tasks=network_tasks,
     )
 
 

@@ -26,6 +26,7 @@ from . import protocol
 from evalnb._gc import gc_paused
 from evalnb.aio import run_sync
 from .bridging import Bridge, answer_bridge, bridge_caller
+from .isolation import namespaces_wanted, warn_if_unconfined
 from .job import CallResult, CodeLoadError, Job
 from .process import START_TIMEOUT_SECONDS, Cancelled, WorkerGone, WorkerProcess
 
@@ -117,6 +118,9 @@ class SandboxPool:
     ``size`` workers at most (default: CPU count), each limited to ``memory_mb`` of address
     space and, if given, ``cpu_seconds`` of CPU per call. Use as a (async) context manager or
     call :meth:`close`; leftover workers are killed when the pool is collected or at exit.
+    ``namespaces`` (default: on unless ``EVALNB_SANDBOX_NAMESPACES=0``) confines workers to
+    their own PID, mount and IPC namespaces; ``network=False`` (the default) also gives them a
+    network namespace with no network in it. See ``isolation.py`` for what holds where.
     """
 
     def __init__(
@@ -127,6 +131,8 @@ class SandboxPool:
         cpu_seconds: int | None = None,
         file_mb: int = 1024,
         seccomp: bool = True,
+        namespaces: bool | None = None,
+        network: bool = False,
     ) -> None:
         size = (os.cpu_count() or 1) if size is None else size
         if size < 1:
@@ -140,6 +146,11 @@ class SandboxPool:
         self.cpu_seconds = cpu_seconds
         self.file_mb = file_mb
         self._seccomp = seccomp
+        # Asked for explicitly (namespaces=False) nothing is said; left to the default, a worker
+        # without namespaces is warned about once, whatever the reason.
+        self._namespaces = namespaces_wanted() if namespaces is None else namespaces
+        self._warn_unconfined = namespaces is None or namespaces
+        self.network = network
         self.workers_started = 0
         self.isolation: dict[str, Any] | None = None
         self._shared = _Shared()
@@ -267,9 +278,15 @@ class SandboxPool:
         await self.aclose()
 
     def worker_pids(self) -> list[int]:
-        """Pids of the live workers (for tests and diagnostics)."""
+        """Pids of the live workers, as this process sees them (for tests and diagnostics)."""
         with self._shared.lock:
             return [w.pid for w in [*self._shared.idle, *self._shared.busy] if not w.dead]
+
+    def worker_dirs(self) -> list[str]:
+        """The live workers' private folders (their cwd and HOME): how user code can tell
+        workers apart, since in its own PID namespace every worker is process 1."""
+        with self._shared.lock:
+            return [w.workdir for w in [*self._shared.idle, *self._shared.busy] if not w.dead]
 
     # -- workers -------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -323,7 +340,8 @@ class SandboxPool:
         shared = self._shared
         began = time.monotonic()
         try:
-            worker = WorkerProcess.start(memory_mb=self.memory_mb, file_mb=self.file_mb, seccomp=self._seccomp)
+            worker = WorkerProcess.start(memory_mb=self.memory_mb, file_mb=self.file_mb, seccomp=self._seccomp,
+                                         namespaces=self._namespaces, network=self.network)
         except BaseException:
             with shared.changed:
                 shared.starting -= 1
@@ -335,6 +353,8 @@ class SandboxPool:
             shared.changed.notify_all()
             self.workers_started += 1
             self.isolation = worker.isolation
+            if self._warn_unconfined:
+                warn_if_unconfined(worker.isolation)
             if shared.closed:
                 worker.kill()
                 raise SandboxError("the sandbox pool is closed")

@@ -92,8 +92,20 @@ class WorkerProcess:
         self.dead = False
 
     @classmethod
-    def start(cls, *, memory_mb: int | None, file_mb: int | None, seccomp: bool = True) -> WorkerProcess:
-        """Start a worker in a fresh temp folder and wait for its "ready" frame."""
+    def start(
+        cls,
+        *,
+        memory_mb: int | None,
+        file_mb: int | None,
+        seccomp: bool = True,
+        namespaces: bool = True,
+        network: bool = False,
+    ) -> WorkerProcess:
+        """Start a worker in a fresh temp folder and wait for its "ready" frame.
+
+        ``namespaces``: confine it where the OS allows (see ``namespaces.py``); ``network``:
+        keep the machine's network (otherwise its network namespace has none).
+        """
         global _swept
         if not _swept:
             _swept = True
@@ -104,7 +116,8 @@ class WorkerProcess:
             slot = mmap.mmap(slot_file.fileno(), protocol.SLOT_BYTES)
             slot_fd = slot_file.fileno()
             config = {"parent_pid": os.getpid(), "memory_mb": memory_mb, "file_mb": file_mb,
-                      "seccomp": seccomp, "slot_fd": slot_fd}  # fmt: skip
+                      "seccomp": seccomp, "namespaces": namespaces, "network": network,
+                      "slot_fd": slot_fd}  # fmt: skip
             argv = [sys.executable, "-I", WORKER_SCRIPT, json.dumps(config)]
 
             def spawn() -> subprocess.Popen:

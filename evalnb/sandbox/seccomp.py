@@ -5,10 +5,15 @@ root and counts every process of a user otherwise), and Python-level patches can
 with ctypes. A seccomp filter cannot be removed once installed and is inherited by threads.
 
 What it refuses (EPERM): creating processes (fork, vfork, clone without CLONE_THREAD),
-exec, signalling or tracing any process other than the worker itself, raising rlimits, and
-on x86-64 a handful of host-administration calls (mount, reboot, module loading, clock
-setting, namespaces, bpf). Threads still work: clone3 answers ENOSYS so libc falls back to
-clone, whose flags the filter can inspect. Supported on Linux x86-64 and aarch64; elsewhere
+exec, signalling, tracing or reaching into any process other than the worker itself
+(ptrace, process_vm_readv/writev, pidfd_open/pidfd_getfd, process_madvise, kcmp, and
+``kill(0, ...)``, which would reach the worker's process group), raising rlimits, clearing
+the parent-death signal (``prctl(PR_SET_PDEATHSIG)``, and the uid/gid changes that clear
+it), mounting or leaving the worker's namespaces (mount, umount, the new mount API,
+pivot_root, chroot, setns, unshare, open_by_handle_at), the kernel keyrings, io_uring,
+bpf, perf events, userfaultfd, and on x86-64 a handful of host-administration calls
+(reboot, module loading, clock setting, swap, acct). Threads still work: clone3 answers
+ENOSYS so libc falls back to clone, whose flags the filter can inspect. Supported on Linux x86-64 and aarch64; elsewhere
 ``install`` returns a reason and the worker relies on rlimits and Python-level guards.
 This module imports only the standard library because the worker loads it by path.
 """
@@ -28,14 +33,30 @@ _X32_BIT = 0x40000000
 # name -> (x86_64, aarch64) syscall numbers; None where the call does not exist.
 _DENIED = {
     "fork": (57, None), "vfork": (58, None), "execve": (59, 221), "execveat": (322, 281),
+    # reaching into other processes
     "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
-    "pidfd_send_signal": (424, 424), "setrlimit": (160, 164),
+    "pidfd_send_signal": (424, 424), "pidfd_open": (434, 434), "pidfd_getfd": (438, 438),
+    "process_madvise": (440, 440), "process_mrelease": (448, 448), "kcmp": (312, 272),
+    # limits, credentials (a uid change clears the parent-death signal), capabilities
+    "setrlimit": (160, 164), "setuid": (105, 146), "setgid": (106, 144), "setreuid": (113, 145),
+    "setregid": (114, 143), "setresuid": (117, 147), "setresgid": (119, 149), "setfsuid": (122, 151),
+    "setfsgid": (123, 152), "capset": (126, 91),
+    # leaving or reshaping the worker's namespaces and mounts
+    "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41), "chroot": (161, 51),
+    "setns": (308, 268), "unshare": (272, 97), "open_by_handle_at": (304, 265),
+    "open_tree": (428, 428), "move_mount": (429, 429), "fsopen": (430, 430), "fsconfig": (431, 431),
+    "fsmount": (432, 432), "fspick": (433, 433), "mount_setattr": (442, 442),
+    # kernel keyrings (secrets of other processes may live there), io_uring, bpf, perf
+    "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
+    "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
+    "bpf": (321, 280), "perf_event_open": (298, 241), "userfaultfd": (323, 282),
 }  # fmt: skip
-_ADMIN_X86_64 = (  # mount/reboot/modules/clocks/namespaces/bpf... only checked on x86-64
-    155, 159, 161, 163, 164, 165, 166, 167, 168, 169, 170, 171, 175, 176, 227, 246, 272, 298,
-    305, 308, 313, 320, 321, 323,
+_ADMIN_X86_64 = (  # reboot/modules/clocks/swap/acct/hostnames... only checked on x86-64
+    159, 163, 164, 167, 168, 169, 170, 171, 175, 176, 227, 246, 305, 313, 320,
 )
-_SELF_ONLY = {  # allowed only when the first argument is the worker's own pid (or 0 for kill)
+_PRCTL = (157, 167)
+_PR_SET_PDEATHSIG = 1
+_SELF_ONLY = {  # allowed only when the first argument is the worker's own pid
     "kill": (62, 129), "tkill": (200, 130), "tgkill": (234, 131),
     "rt_sigqueueinfo": (129, 138), "rt_tgsigqueueinfo": (297, 240),
 }  # fmt: skip
@@ -61,13 +82,17 @@ def _program(arch: str, own_pid: int) -> list[tuple[int, object, object, int]]:
     prog.append((_JEQ, "enosys", 0, _CLONE3[col]))
     prog.append((_JEQ, "clone", 0, _CLONE[col]))
     prog.append((_JEQ, "prlimit", 0, _PRLIMIT64[col]))
+    prog.append((_JEQ, "prctl", 0, _PRCTL[col]))
     prog += [(_JEQ, "self", 0, nrs[col]) for nrs in _SELF_ONLY.values()]
     prog.append((_RET, 0, 0, _ALLOW))
     labels = {
         "clone": [(_LD_W_ABS, 0, 0, 16), (_JSET, "allow", "deny", _CLONE_THREAD)],
         # prlimit64(pid, resource, new, old): reading is fine, setting is not (new != NULL)
         "prlimit": [(_LD_W_ABS, 0, 0, 32), (_JEQ, 0, "deny", 0), (_LD_W_ABS, 0, 0, 36), (_JEQ, "allow", "deny", 0)],
-        "self": [(_LD_W_ABS, 0, 0, 16), (_JEQ, "allow", 0, own_pid), (_JEQ, "allow", "deny", 0)],
+        # prctl(option, ...): everything but PR_SET_PDEATHSIG (the parent-death signal stays)
+        "prctl": [(_LD_W_ABS, 0, 0, 16), (_JEQ, "deny", "allow", _PR_SET_PDEATHSIG)],
+        # kill(0, ...) would reach the worker's process group: only its own pid is allowed
+        "self": [(_LD_W_ABS, 0, 0, 16), (_JEQ, "allow", "deny", own_pid)],
         "deny": [(_RET, 0, 0, _ERRNO | _EPERM)],
         "enosys": [(_RET, 0, 0, _ERRNO | _ENOSYS)],
         "allow": [(_RET, 0, 0, _ALLOW)],

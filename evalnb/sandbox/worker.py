@@ -38,9 +38,11 @@ def _sibling(name: str) -> Any:
 
 
 if __package__:
-    from . import context, limits, protocol, seccomp
+    from . import context, limits, namespaces, protocol, seccomp
 else:  # started as a script inside the sandbox
-    protocol, limits, seccomp, context = (_sibling(n) for n in ("protocol", "limits", "seccomp", "context"))
+    protocol, limits, seccomp, context, namespaces = (
+        _sibling(n) for n in ("protocol", "limits", "seccomp", "context", "namespaces")
+    )
 
 encode = protocol.encode
 dumps = protocol.dumps
@@ -368,14 +370,21 @@ def _take_protocol_fds() -> Channel:
 
 def main(argv: list[str]) -> None:
     config = json.loads(argv[1])
-    channel = _take_protocol_fds()
+    seccomp.set_parent_death_signal(int(config["parent_pid"]))
     slot_fd = config.get("slot_fd")
+    # First of all, before anything of the parent's could be looked at: into namespaces (on
+    # success this continues in a forked child, see namespaces.py).
+    if config.get("namespaces", True):
+        keep = (slot_fd,) if slot_fd is not None else ()
+        isolation: dict[str, Any] = namespaces.enter(network=bool(config.get("network")), keep_fds=keep)
+    else:
+        isolation = namespaces.unavailable("turned off (EVALNB_SANDBOX_NAMESPACES=0 or namespaces=False)")
+    channel = _take_protocol_fds()
     if slot_fd is not None:
         STATE.slot = memoryview(mmap.mmap(slot_fd, protocol.SLOT_BYTES)).cast("q")
         os.close(slot_fd)
-    seccomp.set_parent_death_signal(int(config["parent_pid"]))
     STATE.memory_mb = config.get("memory_mb")
-    isolation: dict[str, Any] = {"rlimits": limits.apply_rlimits(config.get("memory_mb"), config.get("file_mb"))}
+    isolation["rlimits"] = limits.apply_rlimits(config.get("memory_mb"), config.get("file_mb"))
     isolation["python_guards"] = bool(limits.block_process_apis())
     reason = seccomp.install() if config.get("seccomp", True) else "disabled by the parent"
     isolation["seccomp"] = reason is None

@@ -31,6 +31,9 @@ RUN_STATUSES = ("queued", "in_progress", "completed", "failed", "cancelled")
 TERMINAL_RUN_STATUSES = ("completed", "failed", "cancelled")
 RESUMABLE_RUN_STATUSES = ("queued", "in_progress", "failed", "cancelled")
 RUN_ID_RE = re.compile(r"^eval_run_[0-9a-f]{32}$")
+# A run owned by a process on another host counts as abandoned once its heartbeat (written
+# every ~15 s while it runs) is this old: this machine cannot look that process up.
+STALE_AFTER_S = 120
 
 # Fields `update_run` may change.
 UPDATABLE_RUN_FIELDS = frozenset({"status", "started_at", "completed_at", "error", "metadata", "summary", "concurrency"})
@@ -145,6 +148,13 @@ def check_metadata(metadata: Any) -> dict[str, Any]:
         if isinstance(value, str) and len(value) > 512:
             raise ValueError(f"run metadata[{key!r}]: value longer than 512 characters ({len(value)})")
     return metadata
+
+
+def _owner_gone(pid: int | None, host: str | None, token: str | None, updated: int | None, me: Any) -> bool:
+    """Has a run's recorded owner stopped? On this host by its pid; elsewhere by its heartbeat."""
+    if host and host != me.host:
+        return _now() - int(updated or 0) >= STALE_AFTER_S
+    return not owner_alive(pid, host, token)
 
 
 class RunRecords:
@@ -326,24 +336,39 @@ class RunRecords:
         frame["duration_s"] = frame["duration_s"].astype("Float64")
         return frame
 
-    def claim_run(self, run_id: str) -> dict[str, Any]:
+    def claim_run(self, run_id: str, *, force: bool = False) -> dict[str, Any]:
         """Make this process the owner of a run to continue it: status `in_progress`, error cleared.
 
-        Refuses a completed run, and a run whose owner is another live process.
+        Refuses a completed run, and a run whose owner is another live process. An owner on
+        this machine is checked by pid (even `force` does not take a run from a live local
+        process); one on another host counts as gone once its heartbeat (`updated_at`) is
+        older than `STALE_AFTER_S`, or at once with `force=True`.
         """
         me = current_owner()
         with self._transaction() as conn:
             row = conn.execute(
-                "SELECT status, owner_pid, owner_host, owner_token FROM runs WHERE run_id = ?", (run_id,)
+                "SELECT status, owner_pid, owner_host, owner_token, updated_at FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
             if row is None:
                 raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
-            status, pid, host, token = row
+            status, pid, host, token, updated = row
             if status == "completed":
                 raise EvalnbError(f"run {run_id} is completed; nothing to continue")
             mine = pid == me.pid and host == me.host and token == me.token
-            if status in ("queued", "in_progress") and not mine and owner_alive(pid, host, token):
-                raise EvalnbError(f"run {run_id} is still running (process {pid} on {host})")
+            if status in ("queued", "in_progress") and not mine and not _owner_gone(pid, host, token, updated, me):
+                if host and host != me.host:
+                    age = _now() - int(updated or 0)
+                    if not force:
+                        raise EvalnbError(
+                            f"run {run_id} is owned by process {pid} on host {host!r}, which this machine "
+                            f"cannot check (last heartbeat {age} s ago). If that process is gone (a "
+                            f"re-created container gets a new host name), take the run over with "
+                            f"resume(..., force=True) / `evalnb resume --force`, or wait until the "
+                            f"heartbeat is {STALE_AFTER_S} s old"
+                        )
+                else:
+                    hint = " (force=True does not take a run from a live process on this machine)" if force else ""
+                    raise EvalnbError(f"run {run_id} is still running (process {pid} on {host}){hint}")
             if mine:
                 with _ACTIVE_LOCK:
                     if run_id in _ACTIVE_RUNS and status in ("queued", "in_progress"):
@@ -358,6 +383,16 @@ class RunRecords:
         with _ACTIVE_LOCK:
             _ACTIVE_RUNS.add(run_id)
         return self.get_run(run_id)
+
+    def heartbeat(self, run_id: str) -> None:
+        """Mark a run this process owns as alive now (other hosts judge staleness by it)."""
+        me = current_owner()
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE runs SET updated_at = ? WHERE run_id = ? AND owner_pid = ? AND owner_host = ? "
+                "AND status IN ('queued', 'in_progress')",
+                (_now(), run_id, me.pid, me.host),
+            )
 
     def find_resumable_run(
         self,
@@ -383,19 +418,19 @@ class RunRecords:
         )
         placeholders = ", ".join("?" * len(RESUMABLE_RUN_STATUSES))
         rows = self._rows(
-            f"SELECT run_id, status, owner_pid, owner_host, owner_token FROM runs WHERE signature = ? "
+            f"SELECT run_id, status, owner_pid, owner_host, owner_token, updated_at FROM runs WHERE signature = ? "
             f"AND status IN ({placeholders}) ORDER BY created_at DESC, rowid DESC",
             (signature, *RESUMABLE_RUN_STATUSES),
         )
         me = current_owner()
-        for run_id, status, pid, host, token in rows:
+        for run_id, status, pid, host, token, updated in rows:
             with _ACTIVE_LOCK:
                 if run_id in _ACTIVE_RUNS:
                     continue
             if status in ("failed", "cancelled"):
                 return run_id
             mine = pid == me.pid and host == me.host and token == me.token
-            if mine or not owner_alive(pid, host, token):
+            if mine or _owner_gone(pid, host, token, updated, me):
                 return run_id
         return None
 

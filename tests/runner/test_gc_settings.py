@@ -114,23 +114,75 @@ def _probe(code: str, *args: str, **env: str) -> str:
     return done.stdout
 
 
-def test_freeze_at_exit_registers_once_and_freezes_the_heap_at_exit():
-    out = _probe(_EXIT_PROBE)
+def test_freeze_at_exit_is_off_in_a_process_evalnb_does_not_own():
+    out = _probe(_EXIT_PROBE)  # a user's script or a notebook kernel
+    assert "hooks added: 0" in out
+    assert "frozen at exit: 0" in out
+
+
+def test_freeze_at_exit_registers_once_when_asked_and_freezes_the_heap_at_exit():
+    out = _probe(_EXIT_PROBE, EVALNB_FAST_EXIT="1")
     assert "hooks added: 1" in out
     frozen = int(out.split("frozen at exit:")[1].split()[0])
     assert frozen > 1000  # the interpreter's own heap at least
 
 
-def test_freeze_at_exit_can_be_turned_off():
-    out = _probe(_EXIT_PROBE, EVALNB_FAST_EXIT="0")
-    assert "hooks added: 0" in out
+def test_the_evalnb_command_owns_its_process_unless_told_not_to():
+    owned = "import evalnb._gc as g\ng.own_this_process()\n"
+    out = _probe(_EXIT_PROBE.replace("import evalnb._gc as g\n", owned))
+    assert "hooks added: 1" in out
+    out = _probe(_EXIT_PROBE.replace("import evalnb._gc as g\n", owned), EVALNB_FAST_EXIT="0")
+    assert "hooks added: 0" in out and "frozen at exit: 0" in out
+
+
+def test_a_run_in_a_users_process_leaves_no_exit_freeze(tmp_path):
+    out = _probe(_RUN_PROBE, str(tmp_path), EVALNB_HOME=str(tmp_path / "home"))
+    assert "accuracy: 0.2" in out  # the run really ran: one of five rows answers "3"
     assert "frozen at exit: 0" in out
 
 
-def test_a_run_leaves_the_exit_freeze_in_place(tmp_path):
-    out = _probe(_RUN_PROBE, str(tmp_path), EVALNB_HOME=str(tmp_path / "home"))
-    assert "accuracy: 0.2" in out  # the run really ran: one of five rows answers "3"
+def test_a_run_keeps_the_exit_freeze_when_asked(tmp_path):
+    out = _probe(_RUN_PROBE, str(tmp_path), EVALNB_HOME=str(tmp_path / "home"), EVALNB_FAST_EXIT="1")
     assert int(out.split("frozen at exit:")[1].split()[0]) > 1000
+
+
+_CALLER_STATE_PROBE = """
+import gc, json, sys
+from pathlib import Path
+import evalnb
+from evalnb.testing import LocalModelServer
+folder = Path(sys.argv[1])
+(folder / "rows.jsonl").write_text("".join(json.dumps({"q": str(i), "a": str(i)}) + "\\n" for i in range(5)))
+suite = evalnb.Suite.from_dict({"tasks": [{"id": "t", "type": "qa",
+    "dataset": {"path": str(folder / "rows.jsonl"), "format": "jsonl"},
+    "prompt_template": "{{q}}", "grader": {"source": "def grade(sample, item):\\n    return 1\\n"}}]})
+keep = [[i] for i in range(1000)]
+gc.freeze()                       # the caller's own frozen objects
+gc.set_threshold(1234, 11, 12)
+gc.disable() if sys.argv[2] == "disabled" else None
+def frozen(obj):  # frozen objects sit in the permanent generation, which get_objects() skips
+    return not any(o is obj for o in gc.get_objects())
+before = [frozen(keep), list(gc.get_threshold()), gc.isenabled()]
+count = gc.get_freeze_count()
+with LocalModelServer(lambda request: "3") as server:
+    result = evalnb.run(suite, [evalnb.Model("m", base_url=server.base_url, api="chat")], progress=False)
+after = [frozen(keep), list(gc.get_threshold()), gc.isenabled()]
+print(json.dumps({"before": before, "after": after, "status": result.status,
+                  "count": count, "count_after": gc.get_freeze_count()}))
+"""
+
+
+def test_a_run_leaves_the_callers_collector_exactly_as_it_found_it(tmp_path):
+    """gc.freeze() of the caller's, a custom threshold, a disabled collector: all still there."""
+    for state in ("enabled", "disabled"):
+        folder = tmp_path / state
+        folder.mkdir()
+        out = _probe(_CALLER_STATE_PROBE, str(folder), state, EVALNB_HOME=str(folder / "home"))
+        report = __import__("json").loads(out.strip().splitlines()[-1])
+        assert report["status"] == "completed"
+        assert report["before"][0] and report["count"] > 1000  # the caller really froze its heap
+        assert report["after"] == report["before"], report  # still frozen, same threshold and state
+        assert report["count_after"] > report["count"] * 0.9  # (objects freed since leave the count)
 
 
 # ---- quiet_import: a big import during a run is neither traversed nor left behind ----------

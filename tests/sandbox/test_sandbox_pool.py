@@ -107,9 +107,9 @@ def test_empty_batch_needs_no_worker():
 def test_workers_are_reused_between_batches(pool):
     pool.run_sync(job(), [[1]] * 50)
     started = pool.workers_started
-    pids = {r.value["pid"] for r in pool.run_sync(job("env"), [[i] for i in range(200)])}
+    workers = {r.value["cwd"] for r in pool.run_sync(job("env"), [[i] for i in range(200)])}
     assert pool.workers_started == started
-    assert pids <= set(pool.worker_pids())
+    assert workers <= set(pool.worker_dirs())
 
 
 def test_worker_imports_no_heavy_or_evalnb_modules(pool):
@@ -322,7 +322,7 @@ def test_fast_batches_stay_on_the_running_worker():
             results = p.run_sync(job("env"), [[i] for i in range(300)])
             assert all(r.ok for r in results)
         assert p.workers_started == 1
-        assert len({r.value["pid"] for r in results}) == 1
+        assert len({r.value["cwd"] for r in results}) == 1
 
 
 def test_slow_batches_still_spread_over_the_workers():
@@ -331,7 +331,7 @@ def test_slow_batches_still_spread_over_the_workers():
         results = p.run_sync(job("slow_env"), [[i] for i in range(40)])
         took = time.monotonic() - started
         assert all(r.ok for r in results)
-        assert len({r.value["pid"] for r in results}) == 2
+        assert len({r.value["cwd"] for r in results}) == 2
         assert p.workers_started == 2
         assert took < 0.4 + 0.5  # 0.4 s of calls on one worker; two share them (+ a worker start)
 
