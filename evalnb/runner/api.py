@@ -32,7 +32,8 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
     """Run `suite` against `models` and return the result; works in scripts and in Jupyter.
 
     Options: ``generation`` (dict), ``concurrency`` (1-25, default 4), ``task_ids``,
-    ``max_samples``, ``judge_model``, ``embedding_model``, ``grader_concurrency``,
+    ``max_samples``, ``epochs`` (1-100, default 1: how many times each item is asked, each
+    ask a request of its own), ``judge_model``, ``embedding_model``, ``grader_concurrency``,
     ``metadata``, ``reuse`` (default True: reuse stored outputs), ``progress``
     (True / False / "text"), ``store`` (an `evalnb.store.Store`; default: the evalnb home).
     Interrupting (Ctrl-C, the notebook's interrupt button) keeps every finished sample and
@@ -58,6 +59,7 @@ async def arun(
     reuse: bool = True,
     progress: bool | str | None = None,
     store: Any = None,
+    epochs: int = 1,
 ) -> "RunResult":
     """The async form of `run`: ``result = await evalnb.arun(suite, models=[...])``."""
     check_mode(progress)
@@ -73,6 +75,7 @@ async def arun(
         grader_concurrency=grader_concurrency,
         metadata=metadata,
         reuse=reuse,
+        epochs=epochs,
     )
     return await RunEngine(plan, store=store, progress=progress).execute()
 
@@ -82,8 +85,8 @@ def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool |
            embedding_model: Any = None) -> "RunResult":
     """Continue a run that died, failed or was cancelled, under the same run id.
 
-    Finished samples are kept; the rest are done. Models (and the judge and embedding models)
-    are rebuilt from the stored run, with keys from the environment variables they were given
+    Finished samples are kept; the rest are done (as many epochs as the run was given).
+    Models (and the judge and embedding models) are rebuilt from the stored run, with keys from the environment variables they were given
     (``api_key_env``); pass ``models=`` / ``judge_model=`` / ``embedding_model=`` again if
     they need explicit keys.
     """
@@ -123,6 +126,7 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
         judge_model=judge_model,
         embedding_model=embedding_model,
         metadata=meta,
+        epochs=record.get("epochs") or 1,
     )
     return await RunEngine(plan, store=store, progress=progress, run_id=run_id).execute()
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 MAX_MODELS = 20
 MAX_CONCURRENCY = 25
 DEFAULT_CONCURRENCY = 4
+MAX_EPOCHS = 100
 
 
 @dataclass
@@ -35,6 +36,7 @@ class RunPlan:
     grader_concurrency: int | None
     metadata: dict[str, Any] = field(default_factory=dict)
     reuse: bool = True
+    epochs: int = 1
 
 
 def as_model(value: Any, what: str = "model") -> Model:
@@ -62,6 +64,7 @@ def make_plan(
     grader_concurrency: int | None = None,
     metadata: dict[str, Any] | None = None,
     reuse: bool = True,
+    epochs: int = 1,
 ) -> RunPlan:
     from evalnb.suite.generation import Generation
     from evalnb.suite import Suite
@@ -88,6 +91,8 @@ def make_plan(
         isinstance(grader_concurrency, bool) or not isinstance(grader_concurrency, int) or grader_concurrency < 1
     ):
         raise ValueError(f"grader_concurrency must be a positive integer or None, got {grader_concurrency!r}")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= MAX_EPOCHS:
+        raise ValueError(f"epochs must be an integer from 1 to {MAX_EPOCHS} (how often each item is asked), got {epochs!r}")
     known = [t.id for t in suite.tasks]
     if task_ids is None:
         chosen, all_tasks = known, True
@@ -112,6 +117,7 @@ def make_plan(
         grader_concurrency=grader_concurrency,
         metadata=dict(metadata or {}),
         reuse=bool(reuse),
+        epochs=epochs,
     )
 
 
