@@ -459,6 +459,14 @@ class RunResult:
                              "higher_is_better": "bool"})
 
     # ---- comparisons ----------------------------------------------------------------------------
+    def _clusters(self, cluster_by: str | None) -> dict[tuple[str, int], Any] | None:
+        from evalnb.results.clusters import cluster_keys
+
+        if cluster_by is None:
+            return None
+        frame = self._frame[0]
+        return cluster_keys(frame[frame["status"] == "completed"], cluster_by)
+
     def paired(
         self,
         model_a: str,
@@ -468,15 +476,59 @@ class RunResult:
         metric: str | None = None,
         n_resamples: int = 2000,
         seed: int = 0,
+        cluster_by: str | None = None,
     ) -> pd.DataFrame:
         """Per-task paired differences a - b on the items both models were scored on.
 
         Bootstrap interval, t stderr and, for 0/1 metrics, exact McNemar (see
         `evalnb.results.comparison.paired`); `metric=None` takes each task's first metric.
+        With epochs, each item's score is its mean over epochs. ``cluster_by`` (a dataset-row
+        field, as in `summarize`) clusters the per-item differences: CR1 stderr, a t_{G-1}
+        interval and an ``n_clusters`` column.
         """
         from evalnb.results.comparison import paired
 
-        return paired(self.scores, model_a, model_b, task_id=task_id, metric=metric, n_resamples=n_resamples, seed=seed)
+        return paired(self.scores, model_a, model_b, task_id=task_id, metric=metric, n_resamples=n_resamples,
+                      seed=seed, clusters=self._clusters(cluster_by))
+
+    def paired_all(
+        self,
+        models: list[str] | None = None,
+        *,
+        task_id: str | None = None,
+        metric: str | None = None,
+        n_resamples: int = 2000,
+        seed: int = 0,
+        cluster_by: str | None = None,
+    ) -> pd.DataFrame:
+        """Every pair of models (in run order) as `paired` rows, with ``p_value`` and Holm's ``p_holm``.
+
+        With three or more models, read ``p_holm``: it is adjusted over all the pairs of a
+        (task, metric), so a "best model" claim that survives it holds across the comparisons.
+        """
+        from evalnb.results.comparison import paired_all
+
+        return paired_all(self.scores, models if models is not None else self.models, task_id=task_id, metric=metric,
+                          n_resamples=n_resamples, seed=seed, clusters=self._clusters(cluster_by))
+
+    def diff(self, baseline: RunResult, *, confidence: float = 0.95, cluster_by: str | None = None) -> pd.DataFrame:
+        """This run against ``baseline`` (an earlier run of the same tasks), item by item.
+
+        One row per (task_id, model, metric) in both runs; items pair by (task_id, model label,
+        sample_index). Columns: task_id, model, metric, n_pairs, mean_baseline, mean,
+        mean_diff (= mean − mean_baseline), stderr (SD of the per-item differences / √n_pairs),
+        ci_low, ci_high (mean_diff ± t_{n−1} · stderr), n_fixed (0 in the baseline, 1 here),
+        n_broken (the reverse), mcnemar_p (exact, 0/1 metrics; NaN otherwise) and mde, the
+        smallest true difference these pairs detect with 80% power at α = 0.05
+        (2.8016 · stderr). With epochs an item's score is its mean over epochs. ``cluster_by``
+        clusters the differences by a dataset-row field (CR1 stderr, t_{G−1}, ``n_clusters``).
+        """
+        from evalnb.results.diff import diff_scores
+
+        if not isinstance(baseline, RunResult):
+            raise TypeError(f"diff() needs the baseline RunResult (e.g. evalnb.load_run(run_id)), "
+                            f"got {type(baseline).__name__}")
+        return diff_scores(self.scores, baseline.scores, confidence=confidence, clusters=self._clusters(cluster_by))
 
     def compare(self, **options: Any) -> go.Figure:
         """The default Plotly comparison: metric by model with 95% intervals (`evalnb.plots.compare`)."""
@@ -530,10 +582,14 @@ class RunResult:
         return (f"<RunResult {self.run_id or '(not stored)'} status={self.status or 'unknown'} "
                 f"samples={counts.get('total', '?')} failed={counts.get('failed', '?')}>")
 
-    def browse(self, filter: str | None = None, *, models: list[str] | None = None) -> Any:
+    def browse(self, filter: str | None = None, *, models: list[str] | None = None,
+               baseline: RunResult | None = None, epoch: int | None = None) -> Any:
         """A widget paging through this run's outputs, side by side per item.
 
-        ``filter``: ``"all"`` (default), ``"failures"`` or ``"disagreements"``.
+        ``filter``: ``"all"`` (default), ``"failures"`` or ``"disagreements"``; with a
+        ``baseline`` run, each model's baseline output stands beside its output here and
+        ``"changed"`` (the default then) shows only the items whose score changed. A run with
+        epochs shows one epoch's outputs (``epoch``, default 0).
         """
         from evalnb.widgets import browse
 
@@ -546,7 +602,31 @@ class RunResult:
                 suite = Suite.from_dict(self._manifest, base_dir=base_dir)
             except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
                 suite = None
-        return browse(self.samples, suite=suite, filter=filter, models=models)
+        frame = self._one_epoch(epoch)
+        if baseline is None:
+            return browse(frame, suite=suite, filter=filter, models=models)
+        from evalnb.results.diff import changed_items
+
+        if not isinstance(baseline, RunResult):
+            raise TypeError(f"baseline must be a RunResult, got {type(baseline).__name__}")
+        import pandas as pd
+
+        chosen = models if models is not None else [m for m in self.models if m in set(baseline.models)]
+        before = baseline._one_epoch(epoch if epoch is not None and epoch < baseline.epochs else None)
+        before = before.assign(model=before["model"].map(lambda m: f"{m} (baseline)"))
+        both = pd.concat([before, frame], ignore_index=True)
+        order = [label for m in chosen for label in (f"{m} (baseline)", m)]
+        changed = changed_items(self.scores, baseline.scores)
+        return browse(both, suite=suite, filter=filter or "changed", models=order, changed=changed)
+
+    def _one_epoch(self, epoch: int | None) -> pd.DataFrame:
+        frame = self.samples
+        if epoch is None and self.epochs == 1:
+            return frame
+        epoch = 0 if epoch is None else epoch
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch < self.epochs:
+            raise ValueError(f"epoch must be an integer from 0 to {self.epochs - 1}, got {epoch!r}")
+        return frame[frame["epoch"] == epoch]
 
     def _repr_html_(self) -> str:
         """A static table (inline styles only, no scripts): reads the same in Jupyter and in exported HTML."""
