@@ -264,6 +264,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
     )
     _print_metrics(result)
+    if result.epochs > 1:
+        print(f"epochs: {result.epochs} (n counts items; an item's score is its mean over its epochs)")
     counts = result.run.get("counts") or {}
     failed = int(counts.get("failed") or 0)
     print(f"run_id: {result.run_id}  status: {result.status}  samples: {counts.get('total', 0)}  failed: {failed}")

@@ -63,7 +63,8 @@ def cluster_keys(samples: pd.DataFrame, cluster_by: str) -> dict[tuple[str, int]
     """
     path = check_path(cluster_by)
     keys: dict[tuple[str, int], Hashable] = {}
-    for task, index, row in zip(samples["task_id"], samples["sample_index"], samples["dataset_row"]):
+    for task, index, row in zip(samples["task_id"].tolist(), samples["sample_index"].tolist(),
+                                samples["dataset_row"].tolist()):
         key = (task, int(index))
         if key in keys:
             continue

@@ -33,10 +33,14 @@ def _item_values(scores: pd.DataFrame) -> dict[tuple[str, str, str], dict[int, f
     """(task, model, metric) -> {sample_index: value} of the scored items."""
     out: dict[tuple[str, str, str], dict[int, float]] = {}
     present = scores[scores["value"].notna()]
-    for task, model, metric, index, value in zip(present["task_id"], present["model"], present["metric"],
-                                                 present["sample_index"], present["value"]):
-        out.setdefault((task, model, metric), {})[int(index)] = float(value)
+    for (task, model, metric), part in present.groupby(["task_id", "model", "metric"], sort=False):
+        out[(task, model, metric)] = dict(zip(part["sample_index"].tolist(), part["value"].astype(float).tolist()))
     return out
+
+
+def _keys(scores: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """The (task_id, model, metric) of a scores frame, in order of appearance."""
+    return list(scores[["task_id", "model", "metric"]].drop_duplicates().itertuples(index=False, name=None))
 
 
 def diff_scores(
@@ -62,11 +66,11 @@ def diff_scores(
     for frame, name in ((scores, "scores"), (baseline, "baseline scores")):
         require_columns(frame, SCORE_COLUMNS, name)
     new, old = _item_values(scores), _item_values(baseline)
-    order = list(dict.fromkeys(zip(scores["task_id"], scores["model"], scores["metric"])))
-    common = [k for k in order if k in set(zip(baseline["task_id"], baseline["model"], baseline["metric"]))]
+    order, theirs_keys = _keys(scores), set(_keys(baseline))
+    common = [k for k in order if k in theirs_keys]
     if not common:
         mine = sorted({(t, m) for t, m, _ in order})
-        theirs = sorted(set(zip(baseline["task_id"], baseline["model"])))
+        theirs = sorted({(t, m) for t, m, _ in theirs_keys})
         raise ValueError(
             f"the two runs share no (task, model, metric): this run has (task, model) {mine}, "
             f"the baseline {theirs}; diff pairs items of the same task and model label"
@@ -102,8 +106,9 @@ def _diff_row(before: list[float], after: list[float], confidence: float, factor
                n_fixed=sum(b == 0.0 and a == 1.0 for a, b in zip(after, before)),
                n_broken=sum(b == 1.0 and a == 0.0 for a, b in zip(after, before)))
     if labels is None:
-        summary = stats.paired_difference(diffs, [0.0] * n, confidence=confidence)
-        mean, stderr, low, high = summary.mean_diff, summary.stderr, summary.ci_low, summary.ci_high
+        mean, sd = stats._mean_sd(diffs)
+        stderr = None if sd is None else sd / math.sqrt(n)
+        low, high = stats._t_interval(mean, stderr, n, confidence)
     else:
         if None in labels:
             task = key[0]

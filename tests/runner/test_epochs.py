@@ -162,5 +162,6 @@ def test_cli_run_takes_epochs(make_suite, sampled, tmp_path, evalnb_home):
                          env={**__import__("os").environ, "EVALNB_HOME": str(evalnb_home)})
     assert out.returncode == 0, out.stderr
     assert server.request_count == 2 * N
+    assert "epochs: 2 (n counts items" in out.stdout
     run_id = out.stdout.split("run_id: ")[1].split()[0]
     assert evalnb.load_run(run_id).run["epochs"] == 2
