@@ -563,6 +563,8 @@ class RunResult:
             head.append(f"  suite {str(self._run['suite_version'])[:16]}")
         if counts:
             head.append(f"  samples: {counts.get('total', 0)} ({counts.get('failed', 0)} failed)")
+        if self.epochs > 1:
+            head.append(f"  epochs: {self.epochs} (n counts items)")
         lines = ["".join(head), "models: " + ", ".join(self.models)]
         for cell in self._cells():
             lines.append(f"{cell['task']} / {cell['metric']}{'' if cell['higher_is_better'] else ' (lower is better)'}")
@@ -639,6 +641,8 @@ class RunResult:
             info.append(f"<b>suite</b> <code>{esc(str(self._run['suite_version'])[:16])}</code>")
         if counts:
             info.append(f"<b>samples</b> {counts.get('total', 0):,} ({counts.get('failed', 0):,} failed)")
+        if self.epochs > 1:
+            info.append(f"<b>epochs</b> {self.epochs}")
         cell_style = 'style="text-align:right;vertical-align:top;font-variant-numeric:tabular-nums;padding:2px 10px"'
         left = 'style="text-align:left;vertical-align:top;padding:2px 10px"'
         head = "".join(f"<th {cell_style}>{esc(m)}</th>" for m in models)

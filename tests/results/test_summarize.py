@@ -199,3 +199,18 @@ def test_verdicts_in_words():
         assert w.mde == pytest.approx(2.80158 * sd / math.sqrt(row.n_pairs), rel=1e-4)
     with pytest.raises(ValueError, match="verdicts\\(\\) takes a table"):
         verdicts(result.metrics)
+
+
+def test_paired_and_compare_work_on_item_means_with_epochs():
+    result = _result(epochs=4)
+    table = result.paired("big", "small")
+    row = table.iloc[0]
+    frame = result.samples
+    means = {m: frame[frame.model == m].groupby("sample_index")["acc"].mean() for m in ("big", "small")}
+    assert row.n_pairs == 24  # items, not 96 samples
+    assert row.mean_diff == pytest.approx((means["big"] - means["small"]).mean())
+    assert row.stderr == pytest.approx((means["big"] - means["small"]).std(ddof=1) / math.sqrt(24))
+    fig = result.compare()
+    assert fig.data and any("big" in str(t.name) for t in fig.data)
+    assert "epochs: 4 (n counts items)" in result.summary() and "<b>epochs</b> 4" in result._repr_html_()
+    assert "epochs" not in _result().summary()
