@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "use chat for servers without the Responses API")
     p.add_argument("--concurrency", type=_positive, default=4, help="model calls in flight (1-25, default 4)")
     p.add_argument("--max-samples", type=_positive, help="at most N items per task")
+    p.add_argument("--epochs", type=_positive, default=1, metavar="K",
+                   help="ask every item K times, each a request of its own (1-100, default 1); "
+                        "metrics average each item over its epochs")
     p.add_argument("--task", action="append", metavar="ID", help="run only this task (repeatable)")
     p.add_argument("--generation", type=_json_object, metavar="JSON",
                    help='generation settings as a JSON object or @file.json, e.g. \'{"temperature": 0}\'')
@@ -275,7 +278,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     result = run(
         suite, models, generation=args.generation, concurrency=args.concurrency, task_ids=args.task,
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
-        reuse=not args.no_reuse, progress=False if args.no_progress else "text",
+        reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
     )
     return _finish(result, args)
 
@@ -293,6 +296,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def _finish(result: RunResult, args: argparse.Namespace) -> int:
     """Print a finished run's metrics and outcome; the exit code says how it went."""
     _print_metrics(result)
+    if result.epochs > 1:
+        print(f"epochs: {result.epochs} (n counts items; an item's score is its mean over its epochs)")
     counts = result.run.get("counts") or {}
     failed = int(counts.get("failed") or 0)
     print(f"run_id: {result.run_id}  status: {result.status}  samples: {counts.get('total', 0)}  failed: {failed}")

@@ -4,7 +4,11 @@ The notebooks must run anywhere (CI, a laptop on a train), so by default they ev
 *stand-in* models: one `evalnb.testing.LocalModelServer` on 127.0.0.1 whose scripted answers
 imitate models of different quality. The stand-ins are deterministic (every mistake is decided
 by a hash of the model name and the question), so the saved notebook outputs are reproducible
-and `pytest --nbval` can compare them.
+and `pytest --nbval` can compare them. Asked with ``temperature > 0`` they *sample*: the n-th
+ask of the same prompt is its own draw (a hash of the ask number too), so epochs differ from
+each other yet a fresh notebook run draws the same answers again. On the Belebele-style
+questions a stand-in sometimes *misreads a passage* and then tends to miss every question about
+it, as real models do: the reason clustered standard errors exist.
 
 To evaluate real models instead, set before starting Jupyter (or `make demo`):
 
@@ -43,14 +47,18 @@ STANDIN_JUDGE = "standin-judge"
 
 # How often each stand-in errs, per kind of question (fractions of items, decided per item).
 # A "neutral_hint" rate applies when the prompt defines what a neutral review is.
+# "misread": the chance a model misreads a passage (then it misses each question on it with
+# chance MISREAD_MISS); "choice": its error rate on a passage it read well; "sampled": the
+# chance that an ask at temperature > 0 is a fresh draw instead of the model's usual answer.
 PROFILES: dict[str, dict[str, float]] = {
     "standin-large": {"add": 0.03, "mul": 0.08, "neutral": 0.25, "neutral_hint": 0.05, "polar": 0.03,
-                      "choice": 0.10, "format": 0.0, "explain": 0.15},
+                      "misread": 0.15, "choice": 0.03, "format": 0.0, "explain": 0.15, "sampled": 0.3},
     "standin-small": {"add": 0.10, "mul": 0.40, "neutral": 0.85, "neutral_hint": 0.10, "polar": 0.08,
-                      "choice": 0.35, "format": 0.12, "explain": 0.60},
+                      "misread": 0.35, "choice": 0.08, "format": 0.12, "explain": 0.60, "sampled": 0.4},
     "standin-tiny": {"add": 0.35, "mul": 0.65, "neutral": 0.90, "neutral_hint": 0.60, "polar": 0.45,
-                     "choice": 0.55, "format": 0.25, "explain": 0.85},
+                     "misread": 0.5, "choice": 0.30, "format": 0.25, "explain": 0.85, "sampled": 0.5},
 }
+MISREAD_MISS = 0.9
 NEUTRAL_HINT = "both good and bad"  # stand-ins "understand" a prompt that defines neutral like this
 
 _ARITH = re.compile(r"What is (-?\d+) ([+\-*]) (-?\d+)\?")
@@ -97,7 +105,7 @@ def setup_models(count: int = 2) -> ModelSetup:
         raise ValueError(f"count must be 1 to {len(PROFILES)}, got {count}")
     if real_endpoint_configured():
         return _real_models(count)
-    server = LocalModelServer(respond, latency=(0.002, 0.02), seed=0, model="standin").start()
+    server = LocalModelServer(Sampler(), latency=(0.002, 0.02), seed=0, model="standin").start()
     atexit.register(server.stop)
     names = list(PROFILES)[:count]
     return ModelSetup(
@@ -133,8 +141,31 @@ def _real_models(count: int) -> ModelSetup:
 
 
 # ---- the stand-ins' answers --------------------------------------------------------------------
-def respond(body: dict) -> str:
-    """The reply text of stand-in ``body["model"]`` to a Responses request."""
+class Sampler:
+    """The server's responder: counts the asks of each (model, prompt) sent with temperature > 0.
+
+    The n-th such ask is answered as draw n (`respond(body, ask=n)`), so repeated asks (epochs)
+    are different draws, and a new server (a fresh notebook run) draws the same sequence again.
+    """
+
+    def __init__(self) -> None:
+        self.asks: dict[tuple[str, str], int] = {}
+
+    def __call__(self, body: dict) -> str:
+        temperature = body.get("temperature")
+        if not isinstance(temperature, (int, float)) or temperature <= 0:
+            return respond(body)
+        key = (str(body.get("model", "")), _prompt(body))
+        ask = self.asks.get(key, 0)
+        self.asks[key] = ask + 1
+        return respond(body, ask=ask)
+
+
+def respond(body: dict, ask: int | None = None) -> str:
+    """The reply text of stand-in ``body["model"]`` to a Responses request.
+
+    ``ask``: None for the model's usual (greedy) answer; n for the n-th sampled ask.
+    """
     model = str(body.get("model", ""))
     prompt = _prompt(body)
     if model == STANDIN_JUDGE:
@@ -147,7 +178,7 @@ def respond(body: dict) -> str:
     if (m := _last(_QUESTION, prompt)) is not None:
         question = m.group(1).strip()
         if question in choice_key():
-            return _choice(model, profile, question)
+            return _choice(model, profile, question, ask)
         if question in explanations():
             return _explain(model, profile, question)
     return "I am not sure."
@@ -212,21 +243,26 @@ def _sentiment(model: str, profile: dict[str, float], review: str, hint: bool) -
 
 @cache
 def choice_key() -> dict[str, tuple[str, int]]:
-    """Question -> (passage, correct option number 1-4), from the local Belebele-style folder."""
+    """Question -> (passage link, correct option number 1-4), from the local Belebele-style folder."""
     key = {}
     for split in ("test", "train"):
         path = EXAMPLES / "hf_local" / "mini_belebele" / "data" / f"{split}.jsonl"
         for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
-            key[row["question"]] = (row["flores_passage"], int(row["correct_answer_num"]))
+            key[row["question"]] = (row["link"], int(row["correct_answer_num"]))
     return key
 
 
-def _choice(model: str, profile: dict[str, float], question: str) -> str:
-    correct = choice_key()[question][1]
+def _choice(model: str, profile: dict[str, float], question: str, ask: int | None = None) -> str:
+    passage, correct = choice_key()[question]
+    draw = "" if ask is None or not errs(model, f"{question}#{ask}", profile["sampled"], "sampled") else f"#{ask}"
+    if errs(model, passage + draw, profile["misread"], "misread"):  # misread the passage: most questions go wrong
+        wrong = errs(model, question + draw, MISREAD_MISS, "miss")
+    else:
+        wrong = errs(model, question + draw, profile["choice"])
     answer = correct
-    if errs(model, question, profile["choice"]):
-        answer = [n for n in (1, 2, 3, 4) if n != correct][int(_pick(model, question, ["0", "1", "2"]))]
+    if wrong:
+        answer = [n for n in (1, 2, 3, 4) if n != correct][int(_pick(model, question + draw, ["0", "1", "2"]))]
     letter = "ABCD"[answer - 1]
     if errs(model, question, profile["format"], "format"):
         return f"I would go with option ({letter})."  # ignores the requested format

@@ -8,8 +8,10 @@
 2. Writes the executed notebook beside the report (``reports/quickstart.ipynb``: open it in
    Jupyter for the live widgets).
 3. Freezes the widgets to static HTML (`static_widgets`) and exports ``reports/quickstart.html``.
-4. Prints the metrics table (the output of the cell tagged ``metrics``) and saves it as
-   ``reports/quickstart_metrics.txt``.
+4. Prints the metrics table (the output of the cell tagged ``metrics``) and the comparisons in
+   words (the cell tagged ``comparisons``: for each, whether the difference is real, its
+   interval and the items needed to detect it), and saves them as
+   ``reports/quickstart_metrics.txt`` and ``reports/quickstart_comparisons.txt``.
 
 With ``OPENAI_API_KEY`` or ``EVALNB_BASE_URL`` (+ ``EVALNB_MODELS``) set, the notebook evaluates
 those real models instead of the local stand-ins (see ``examples/notebook_models.py``).
@@ -29,6 +31,7 @@ from static_widgets import freeze_widgets  # noqa: E402
 
 REPORT_RENDERER = "plotly_mimetype+notebook"
 METRICS_TAG = "metrics"
+COMPARISONS_TAG = "comparisons"
 
 
 def execute(path: Path, *, timeout: int = 600) -> "object":
@@ -50,15 +53,20 @@ def execute(path: Path, *, timeout: int = 600) -> "object":
     return nb
 
 
-def metrics_text(nb: "object") -> str:
-    """The plain-text output of the cell tagged ``metrics`` (the metrics table)."""
+def tagged_text(nb: "object", tag: str) -> str:
+    """The plain-text output of the cell tagged ``tag`` (a table, or printed lines)."""
     for cell in nb.cells:
-        if METRICS_TAG in cell.get("metadata", {}).get("tags", []):
+        if tag in cell.get("metadata", {}).get("tags", []):
             for output in cell.get("outputs", []):
                 text = (output.get("data") or {}).get("text/plain") or output.get("text")
                 if text:
-                    return text if isinstance(text, str) else "".join(text)
-    raise SystemExit(f"no cell tagged {METRICS_TAG!r} with a text output: cannot print the metrics table")
+                    return (text if isinstance(text, str) else "".join(text)).strip()
+    raise SystemExit(f"no cell tagged {tag!r} with a text output: cannot print it")
+
+
+def metrics_text(nb: "object") -> str:
+    """The metrics table (the cell tagged ``metrics``)."""
+    return tagged_text(nb, METRICS_TAG)
 
 
 def to_html(nb: "object", title: str) -> str:
@@ -74,7 +82,7 @@ def to_html(nb: "object", title: str) -> str:
 
 
 def build(notebook: Path, out: Path) -> str:
-    """Execute, export and save; returns the metrics table text."""
+    """Execute, export and save; returns the metrics table and the comparisons, as text."""
     import nbformat
 
     start = time.monotonic()
@@ -84,9 +92,11 @@ def build(notebook: Path, out: Path) -> str:
     out.write_text(to_html(nb, out.stem), encoding="utf-8")
     table = metrics_text(nb)
     out.with_name(f"{out.stem}_metrics.txt").write_text(table + "\n", encoding="utf-8")
+    comparisons = tagged_text(nb, COMPARISONS_TAG)
+    out.with_name(f"{out.stem}_comparisons.txt").write_text(comparisons + "\n", encoding="utf-8")
     print(f"report: {out} ({out.stat().st_size / 1e6:.1f} MB), notebook: {out.with_suffix('.ipynb')}, "
           f"built in {time.monotonic() - start:.1f}s", file=sys.stderr)
-    return table
+    return f"{table}\n\nIs each difference real?\n\n{comparisons}"
 
 
 def main(argv: list[str] | None = None) -> int:

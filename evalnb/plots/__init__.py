@@ -2,7 +2,7 @@
 and cost against score.
 
 Every figure takes the DataFrames of a run (``metrics``, ``scores``, ``samples``) or the tables
-of ``evalnb.results.comparison``, uses ``plotly_white``, gives each model the same colour everywhere
+of ``evalnb.results.comparison`` and ``RunResult.diff``, uses ``plotly_white``, gives each model the same colour everywhere
 (``model_colors``, keyed by sorted model names) and is deterministic, so saved notebook outputs
 compare exactly under nbval. pandas and plotly are imported only when a figure is built.
 """
@@ -10,6 +10,7 @@ compare exactly under nbval. pandas and plotly are imported only when a figure i
 from __future__ import annotations
 
 from evalnb.plots._agreement import agreement_view
+from evalnb.plots._diff import diff_forest
 from evalnb.plots._metrics import compare, metric_by_model, per_task
 from evalnb.plots._paired import paired_forest
 from evalnb.plots._samples import extraction_failures, latency_vs_score, tokens_vs_score
@@ -19,6 +20,7 @@ __all__ = [
     "PALETTE",
     "agreement_view",
     "compare",
+    "diff_forest",
     "extraction_failures",
     "latency_vs_score",
     "metric_by_model",

@@ -1,8 +1,11 @@
-"""Results: ``run_result.py`` (RunResult: samples, scores, metrics as DataFrames),
-``comparison.py`` (paired tables between models) and ``stats.py`` (intervals and tests)."""
+"""Results: ``run_result.py`` (RunResult: samples, scores, metrics as DataFrames; summarize, diff,
+paired, paired_all), ``comparison.py`` (paired tables between models), ``diff.py`` (a run against
+a baseline), ``stats.py`` (intervals, tests, power), ``clustered.py`` (CR1 errors), ``epochs.py``
+(per-item reduction, pass@k) and ``explain.py`` (comparisons in words)."""
 
 from __future__ import annotations
 
+from evalnb.results.explain import verdicts
 from evalnb.results.run_result import METRICS_COLUMNS, SAMPLE_COLUMNS, RunResult, metric_specs
 
-__all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
+__all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs", "verdicts"]

@@ -13,7 +13,7 @@ The frame helpers at the bottom are shared with ``evalnb.plots`` (not part of ``
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalnb.results import stats
@@ -21,7 +21,7 @@ from evalnb.results import stats
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["ALL_TASKS", "agreement", "paired"]
+__all__ = ["ALL_TASKS", "agreement", "paired", "paired_all"]
 
 ALL_TASKS = "all tasks"
 """``task_id`` of the pooled row of ``paired`` (items keyed by (task_id, sample_index))."""
@@ -42,6 +42,7 @@ def paired(
     metric: str | None = None,
     n_resamples: int = 2000,
     seed: int = 0,
+    clusters: Mapping[tuple[str, int], Hashable] | None = None,
 ) -> pd.DataFrame:
     """One row per task comparing ``model_a`` with ``model_b`` on the items both were scored on.
 
@@ -51,9 +52,12 @@ def paired(
     filled in. ``metric=None`` takes each task's first metric. With two or more tasks that share
     the metric, a last row ``task_id == "all tasks"`` pools items keyed by (task_id, sample_index).
     A task where the two models share no scored item gets ``n_pairs == 0`` and empty statistics.
-    """
-    import pandas as pd
 
+    ``clusters`` ((task_id, sample_index) -> cluster, e.g. the passage): the differences are
+    clustered: ``stderr`` is the CR1 cluster-robust one, the interval ``mean_diff ± t_{G−1} ·
+    stderr`` (an item bootstrap would assume independent items) and ``n_clusters`` is added.
+    McNemar's test still treats items as independent.
+    """
     require_columns(scores, SCORE_COLUMNS, "scores")
     if model_a == model_b:
         raise ValueError(f"paired() needs two different models, got {model_a!r} twice")
@@ -61,34 +65,107 @@ def paired(
     for model in (model_a, model_b):
         check_choice(model, models, "model")
     chosen = select_metric_rows(scores, task_id=task_id, metric=metric, frame_name="scores")
-    chosen = chosen[chosen["model"].isin([model_a, model_b])]
-    check_unique(chosen, ("task_id", "model", "metric", "sample_index"), "scores")
-
-    rows: list[dict[str, Any]] = []
-    pooled_a: dict[tuple[str, Any], Any] = {}
-    pooled_b: dict[tuple[str, Any], Any] = {}
-    for (task, metric_id), group in chosen.groupby(["task_id", "metric"], sort=True):
-        a = _values(group, model_a)
-        b = _values(group, model_b)
-        rows.append(_paired_row(task, metric_id, a, b, n_resamples, seed))
-        pooled_a.update({(task, k): v for k, v in a.items()})
-        pooled_b.update({(task, k): v for k, v in b.items()})
-
+    rows = _pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters)
     if not any(row["n_pairs"] for row in rows):
         where = f"task {task_id!r}" if isinstance(task_id, str) else "any task"
         raise ValueError(
             f"models {model_a!r} and {model_b!r} have no scored items in common in {where} "
             f"(metric {metric or 'first per task'}); nothing to pair"
         )
+    return _paired_table(rows, clusters is not None)
+
+
+def _pair_rows(
+    chosen: pd.DataFrame, model_a: str, model_b: str, n_resamples: int, seed: int,
+    clusters: Mapping[tuple[str, int], Hashable] | None,
+) -> list[dict[str, Any]]:
+    """The rows of `paired` (per task, then pooled) as dicts, model_a and model_b first."""
+    chosen = chosen[chosen["model"].isin([model_a, model_b])]
+    check_unique(chosen, ("task_id", "model", "metric", "sample_index"), "scores")
+    rows: list[dict[str, Any]] = []
+    pooled_a: dict[tuple[str, Any], Any] = {}
+    pooled_b: dict[tuple[str, Any], Any] = {}
+    for (task, metric_id), group in chosen.groupby(["task_id", "metric"], sort=True):
+        a = _values(group, model_a)
+        b = _values(group, model_b)
+        label = None if clusters is None else (lambda i, t=task: clusters.get((t, int(i))))
+        rows.append(_paired_row(task, metric_id, a, b, n_resamples, seed, label))
+        pooled_a.update({(task, k): v for k, v in a.items()})
+        pooled_b.update({(task, k): v for k, v in b.items()})
     one_metric = len({row["metric"] for row in rows}) == 1
     if len(rows) > 1 and one_metric and all(row["task_id"] != ALL_TASKS for row in rows):
-        pooled = _paired_row(ALL_TASKS, rows[0]["metric"], pooled_a, pooled_b, n_resamples, seed)
-        rows.append(pooled)
-    table = pd.DataFrame([{"model_a": model_a, "model_b": model_b, **r} for r in rows])
-    table = table[list(PAIRED_COLUMNS)]
-    for column in ("n01", "n10"):
+        label = None if clusters is None else (lambda key: clusters.get((key[0], int(key[1]))))
+        rows.append(_paired_row(ALL_TASKS, rows[0]["metric"], pooled_a, pooled_b, n_resamples, seed, label))
+    return [{"model_a": model_a, "model_b": model_b, **r} for r in rows]
+
+
+def _paired_table(rows: list[dict[str, Any]], clustered: bool) -> pd.DataFrame:
+    import pandas as pd
+
+    extra = ["n_clusters"] if clustered else []
+    table = pd.DataFrame(rows)
+    table = table[list(PAIRED_COLUMNS) + extra + [c for c in ("p_value", "p_holm") if c in table.columns]]
+    for column in ("n01", "n10", *extra):
         table[column] = table[column].astype("Int64")
     return table
+
+
+def paired_all(
+    scores: pd.DataFrame,
+    models: Sequence[str],
+    *,
+    task_id: str | Sequence[str] | None = None,
+    metric: str | None = None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    clusters: Mapping[tuple[str, int], Hashable] | None = None,
+) -> pd.DataFrame:
+    """Every pair of ``models`` (a before b, in the order given) as `paired` rows, with p-values.
+
+    ``p_value``: McNemar's exact p for 0/1 metrics, otherwise a paired t-test on the
+    differences (with ``clusters``: a t-test on the CR1 stderr with G − 1 degrees of freedom,
+    for every metric). ``p_holm``: Holm-adjusted within each (task_id, metric) family of model
+    pairs, so a "best model" claim that survives it holds across all the pairs compared.
+    """
+    models = [models] if isinstance(models, str) else list(models)
+    if len(models) < 2 or len(set(models)) != len(models):
+        raise ValueError(f"paired_all() needs two or more distinct models, got {models!r}")
+    require_columns(scores, SCORE_COLUMNS, "scores")
+    available = sorted_unique(scores["model"])
+    for model in models:
+        check_choice(model, available, "model")
+    chosen = select_metric_rows(scores, task_id=task_id, metric=metric, frame_name="scores")
+    rows: list[dict[str, Any]] = []
+    for i, model_a in enumerate(models):
+        for model_b in models[i + 1:]:
+            rows.extend(_pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters))
+    if not any(row["n_pairs"] for row in rows):
+        raise ValueError(f"models {', '.join(map(repr, models))} share no scored items; nothing to pair")
+    for row in rows:
+        row["p_value"] = _p_value(row, clustered=clusters is not None)
+    families: dict[tuple[str, str], list[int]] = {}
+    for i, row in enumerate(rows):
+        families.setdefault((row["task_id"], row["metric"]), []).append(i)
+    for members in families.values():
+        for i, p in zip(members, stats.holm([rows[i]["p_value"] for i in members])):
+            rows[i]["p_holm"] = p
+    order = {m: k for k, m in enumerate(models)}
+    tasks = list(dict.fromkeys(r["task_id"] for r in rows))
+    rows.sort(key=lambda r: (tasks.index(r["task_id"]), order[r["model_a"]], order[r["model_b"]]))
+    return _paired_table(rows, clusters is not None)
+
+
+def _p_value(row: dict[str, Any], *, clustered: bool) -> float:
+    """McNemar for 0/1 metrics (unclustered), else the two-sided t-test of mean_diff / stderr."""
+    if not clustered and not math.isnan(row["mcnemar_p"]):
+        return row["mcnemar_p"]
+    n, mean, stderr = row["n_pairs"], row["mean_diff"], row["stderr"]
+    df = (row["n_clusters"] if clustered else n) - 1
+    if n < 2 or math.isnan(stderr) or df < 1:
+        return math.nan
+    if stderr == 0.0:
+        return 1.0 if mean == 0.0 else 0.0
+    return stats.t_two_sided_p(mean / stderr, df)
 
 
 def _values(group: pd.DataFrame, model: str) -> dict[Any, Any]:
@@ -97,7 +174,8 @@ def _values(group: pd.DataFrame, model: str) -> dict[Any, Any]:
 
 
 def _paired_row(
-    task: str, metric: str, a: dict[Any, Any], b: dict[Any, Any], n_resamples: int, seed: int
+    task: str, metric: str, a: dict[Any, Any], b: dict[Any, Any], n_resamples: int, seed: int,
+    cluster_of: Callable[[Any], Hashable] | None = None,
 ) -> dict[str, Any]:
     diff = stats.paired_difference(a, b)
     nan = math.nan
@@ -106,23 +184,42 @@ def _paired_row(
         "mean_diff": nan, "ci_low": nan, "ci_high": nan, "stderr": nan,
         "n01": None, "n10": None, "mcnemar_p": nan,
     }
+    if cluster_of is not None:
+        row["n_clusters"] = 0
     if diff.n == 0:
         return row
     keys = [k for k in a if k in b and _present(a[k]) and _present(b[k])]
     pairs = [(float(a[k]), float(b[k])) for k in keys]
-    boot = stats.paired_bootstrap(a, b, n_resamples=n_resamples, seed=seed)
     row.update(
         mean_a=math.fsum(x for x, _ in pairs) / len(pairs),
         mean_b=math.fsum(y for _, y in pairs) / len(pairs),
         mean_diff=diff.mean_diff,
-        ci_low=_nan(boot.ci_low),
-        ci_high=_nan(boot.ci_high),
-        stderr=_nan(diff.stderr),
     )
+    if cluster_of is None:
+        boot = stats.paired_bootstrap(a, b, n_resamples=n_resamples, seed=seed)
+        row.update(ci_low=_nan(boot.ci_low), ci_high=_nan(boot.ci_high), stderr=_nan(diff.stderr))
+    else:
+        row.update(_clustered_interval(task, metric, [x - y for x, y in pairs], [cluster_of(k) for k in keys]))
     if all(x in (0.0, 1.0) and y in (0.0, 1.0) for x, y in pairs):
         test = stats.mcnemar_exact(a, b)
         row.update(n01=test.n01, n10=test.n10, mcnemar_p=test.p_value)
     return row
+
+
+def _clustered_interval(task: str, metric: str, diffs: list[float], labels: list[Hashable]) -> dict[str, Any]:
+    """CR1 stderr of the per-item differences and the 95% t_{G-1} interval around their mean."""
+    from evalnb.results.clustered import clustered_stderr
+
+    if None in labels:
+        raise ValueError(f"task {task!r}: {labels.count(None)} paired item(s) have no cluster")
+    g = len(set(labels))
+    if g < 2:
+        raise ValueError(f"task {task!r}, metric {metric!r}: all {len(diffs)} paired items are in one cluster "
+                         f"({labels[0]!r}); clustered errors need at least 2 clusters")
+    mean = math.fsum(diffs) / len(diffs)
+    stderr = clustered_stderr(diffs, labels)
+    half = stats.t_quantile(0.975, g - 1) * stderr
+    return {"stderr": stderr, "ci_low": mean - half, "ci_high": mean + half, "n_clusters": g}
 
 
 def agreement(

@@ -5,12 +5,15 @@ A RunResult is a snapshot: it reads the store once, lazily (samples on first use
 the suite manifest stored with the run, read as a plain dict.
 
 Frames (pandas is imported only when one is built):
-- `samples`: one row per (task, model, item). Each score is a column named by its metric id
-  (`df["accuracy"].mean()`); a metric id that would clash with a fixed column (`target`,
-  `status`, ...) becomes `score:<id>`, and `metric_columns` maps ids to columns.
-- `scores`: long form (task_id, model, sample_index, metric, value), NaN = not scored; the
-  input of `evalnb.results.comparison` and `evalnb.plots`.
-- `metrics`: one row per (task, model, metric): n, n_failed, mean, stderr, 95% CI.
+- `samples`: one row per (task, model, item, epoch). Each score is a column named by its
+  metric id (`df["accuracy"].mean()`); a metric id that would clash with a fixed column
+  (`target`, `status`, ...) becomes `score:<id>`, and `metric_columns` maps ids to columns.
+- `scores`: long form (task_id, model, sample_index, metric, value), one row per *item*: with
+  epochs, the item's mean over its scored epochs; NaN = not scored. The input of
+  `evalnb.results.comparison`, `diff` and `evalnb.plots`.
+- `metrics`: one row per (task, model, metric): n (items), n_failed, epochs, mean, stderr,
+  95% CI, and pass@k for 0/1 metrics of a run with epochs. `summarize()` is the same table
+  with other intervals or clustered errors.
 """
 
 from __future__ import annotations
@@ -31,11 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
 
 # Fixed columns of `samples`; metric columns go between LEAD and TAIL.
-_LEAD = ("task_id", "model", "sample_index", "status", "prompt", "target", "output_text", "extracted_output")
+_LEAD = ("task_id", "model", "sample_index", "epoch", "status", "prompt", "target", "output_text", "extracted_output")
 _TAIL = ("error", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row")
 SAMPLE_COLUMNS = _LEAD + _TAIL
 METRICS_COLUMNS = (
-    "task_id", "model", "metric", "n", "n_failed", "mean", "stderr", "ci_low", "ci_high",
+    "task_id", "model", "metric", "n", "n_failed", "epochs", "mean", "stderr", "ci_low", "ci_high",
     "higher_is_better", "aggregation", "source", "error",
 )
 _SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
@@ -110,24 +113,41 @@ def _nan(value: float | None) -> float:
 
 def _task_model_rows(
     task: str, model: str, part: pd.DataFrame | None, specs: list[dict[str, Any]], columns: Mapping[str, str],
-    batch: Mapping[str, Any], batch_ids: list[str],
+    batch: Mapping[str, Any], batch_ids: list[str], *, epochs: int = 1, confidence: float = 0.95,
+    clusters: Mapping[tuple[str, int], Any] | None = None, cluster_by: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The metrics rows of one (task, model): sample metrics, then batch metrics over them."""
+    """The metrics rows of one (task, model): sample metrics, then batch metrics over them.
+
+    Each item is reduced to one score first (its mean over epochs); with ``clusters`` the
+    stderr is the CR1 cluster-robust one over those item scores.
+    """
     from evalnb.results import stats
+    from evalnb.results.epochs import item_values, pass_at_k_ks, pass_at_k_means
 
     done = part[part["status"] == "completed"] if part is not None else None
-    n_done = 0 if done is None else len(done)
+    n_done = 0 if done is None else int(done["sample_index"].nunique())
+    ks = pass_at_k_ks(epochs)
     base = {"task_id": task, "model": model, "n_failed": 0 if part is None else int((part["status"] == "failed").sum()),
-            "stderr": math.nan, "ci_low": math.nan, "ci_high": math.nan, "aggregation": "mean", "error": None}
+            "epochs": epochs, "stderr": math.nan, "ci_low": math.nan, "ci_high": math.nan, "aggregation": "mean",
+            "error": None, "n_clusters": None, **{f"pass_at_{k}": math.nan for k in ks}}
     better = {spec["id"]: bool(spec["higher_is_better"]) for spec in specs}
     rows: dict[str, dict[str, Any]] = {}
     for spec in specs:
         metric = spec["id"]
-        values = done[columns[metric]].tolist() if done is not None and metric in columns else []
-        summary = stats.summarize(values, aggregation=spec["aggregation"])
+        values = item_values(done, columns[metric], epochs) if done is not None and metric in columns else None
+        if clusters is None or spec["aggregation"] == "none":
+            summary = stats.summarize([] if values is None else values.tolist(), aggregation=spec["aggregation"],
+                                      confidence=confidence)
+            n_clusters = summary.n
+        else:
+            summary = _clustered(task, model, metric, values, clusters, cluster_by, confidence)
+            n_clusters = summary.n_clusters
         rows[metric] = {**base, "metric": metric, "n": summary.n, "mean": _nan(summary.mean),
                         "stderr": _nan(summary.stderr), "ci_low": _nan(summary.ci_low), "ci_high": _nan(summary.ci_high),
-                        "higher_is_better": better[metric], "aggregation": spec["aggregation"], "source": "samples"}
+                        "higher_is_better": better[metric], "aggregation": spec["aggregation"], "source": "samples",
+                        "n_clusters": n_clusters}
+        if ks and values is not None:
+            rows[metric].update({f"pass_at_{k}": v for k, v in pass_at_k_means(done, columns[metric], ks).items()})
     for metric, value in (batch.get("metrics") or {}).items():  # final task metrics win
         rows[metric] = {**base, "metric": metric, "n": n_done, "source": "batch",
                         "mean": _nan(value if isinstance(value, (int, float)) else None),
@@ -139,6 +159,24 @@ def _task_model_rows(
         for row in rows.values():
             row["error"] = batch["error"]
     return list(rows.values())
+
+
+def _clustered(task: str, model: str, metric: str, values: pd.Series | None,
+               clusters: Mapping[tuple[str, int], Any], cluster_by: str | None, confidence: float) -> Any:
+    """`clustered_summary` of one metric's item scores, with an error that names where it failed."""
+    from evalnb.results.clustered import clustered_summary
+
+    if values is None:
+        return clustered_summary([], [], confidence=confidence)
+    present = values.dropna()
+    labels = [clusters[(task, int(i))] for i in present.index]
+    found = set(labels)
+    if len(present) and len(found) < 2:
+        raise ValueError(
+            f"task {task!r}, model {model!r}, metric {metric!r}: all {len(present)} scored items have the same "
+            f"{cluster_by!r} ({next(iter(found))!r}); clustered errors need at least 2 clusters"
+        )
+    return clustered_summary(present.tolist(), labels, confidence=confidence)
 
 
 class RunResult:
@@ -210,6 +248,13 @@ class RunResult:
         return dict(self._run)
 
     @property
+    def epochs(self) -> int:
+        """How many times the run asked each item (1 unless it was run with ``epochs=K``)."""
+        from evalnb.results.epochs import epoch_count
+
+        return epoch_count(self._frame[0], self._run.get("epochs"))
+
+    @property
     def models(self) -> list[str]:
         """Model labels in run order, then any other label found in the samples."""
         labels = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
@@ -270,10 +315,12 @@ class RunResult:
         metric_ids = list(dict.fromkeys(declared + found))
         columns = {m: (f"score:{m}" if m in SAMPLE_COLUMNS else m) for m in metric_ids}
 
+        data["epoch"] = [0 if e is None else e for e in cols.get("epoch") or [0] * len(cols["task_id"])]
         frame = pd.DataFrame({c: data[c] for c in _LEAD if c != "prompt"})
         # object dtype keeps the shared str objects: one copy of each prompt, not one per model
         frame.insert(_LEAD.index("prompt"), "prompt", pd.Series(data["prompt"], dtype="object"))
         frame["sample_index"] = frame["sample_index"].astype("int64")
+        frame["epoch"] = frame["epoch"].astype("int64")
         for metric, column in columns.items():
             frame[column] = pd.Series([_as_score(d.get(metric)) for d in score_dicts], dtype="float64")
         for c in _TAIL:
@@ -291,14 +338,14 @@ class RunResult:
 
         task_rank = pd.Categorical(frame["task_id"], categories=tasks).codes
         model_rank = pd.Categorical(frame["model"], categories=models).codes
-        order = np.lexsort((frame["sample_index"].to_numpy(), model_rank, task_rank))
+        order = np.lexsort((frame["epoch"].to_numpy(), frame["sample_index"].to_numpy(), model_rank, task_rank))
         if (order != np.arange(len(order))).any():
             frame = frame.take(order).reset_index(drop=True)
         return frame, columns
 
     @cached_property
     def samples(self) -> pd.DataFrame:
-        """One row per (task, model, item); see the module docstring for the columns.
+        """One row per (task, model, item, epoch); see the module docstring for the columns.
 
         `prompt` is an object column whose rows share one str per distinct prompt (every model
         of an item has the same one), so a large run's frame holds each prompt once.
@@ -312,10 +359,11 @@ class RunResult:
 
     @cached_property
     def scores(self) -> pd.DataFrame:
-        """Long form: one row per (sample, metric of its task); value NaN = not scored.
+        """Long form: one row per (item, metric of its task); value NaN = not scored.
 
         Metrics of a task are its declared ones, then any other score key its samples carry;
-        samples that are not `completed` are NaN, as in `metrics`.
+        samples that are not `completed` are NaN, as in `metrics`. With epochs, an item's
+        value is its mean over its scored epochs (what `paired`, `diff` and the plots compare).
         """
         import pandas as pd
 
@@ -336,20 +384,56 @@ class RunResult:
         if not parts:
             return pd.DataFrame({c: [] for c in _SCORE_COLUMNS}).astype({"value": "float64"})
         table = pd.concat(parts, ignore_index=True)
+        if frame["epoch"].any():  # several asks of an item: one score per item, the mean of its epochs
+            keys = ["task_id", "model", "sample_index", "metric"]
+            table = table.groupby(keys, sort=False)["value"].mean().reset_index()
         return table.reset_index(drop=True)
 
     @cached_property
     def metrics(self) -> pd.DataFrame:
-        """One row per (task, model, metric): n, n_failed, mean, stderr, ci_low, ci_high, ...
+        """One row per (task, model, metric): n, n_failed, epochs, mean, stderr, ci_low, ci_high, ...
 
-        Only completed samples count; `n` is how many have a value. `aggregation: "none"`
-        reports n alone. A batch grader's metrics replace same-named rows (source "batch",
-        no stderr or interval) and its error is shown on every row of that task and model.
+        Only completed samples count. Each item is reduced to one score first (its mean over
+        its epochs), so `n` counts items with a value and `stderr` is over those item scores;
+        `n_failed` counts failed samples (every failed ask). `aggregation: "none"` reports n
+        alone. A batch grader's metrics replace same-named rows (source "batch", no stderr or
+        interval) and its error is shown on every row of that task and model. A run with
+        epochs also gets ``pass_at_<k>`` columns for 0/1 metrics (`evalnb.results.epochs`).
         """
+        return self._metrics_table().drop(columns="n_clusters")
+
+    def summarize(self, *, cluster_by: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
+        """The `metrics` table at another ``confidence``, or with errors clustered by a row field.
+
+        ``cluster_by``: a field of the untouched dataset row (a dotted path such as
+        ``"meta.passage_id"`` is allowed) shared by items that are not independent, e.g. the
+        passage several questions are asked about. The stderr is then the CR1 cluster-robust
+        one over item scores, ``sqrt(G/(G-1) · Σ_g (Σ_{i∈g}(s_i − s̄))²) / n``, and the interval
+        ``mean ± t_{G−1} · stderr`` (clipped to [0, 1] for scores in [0, 1]). Column
+        ``n_clusters`` gives G (= n without clustering). ``summarize()`` is `metrics` plus
+        ``n_clusters``. A row without the field, or a task whose items share one cluster,
+        is a ValueError naming the task and row.
+        """
+        from evalnb.results.clusters import check_path, cluster_keys
+        from evalnb.results.stats import _check_confidence
+
+        _check_confidence(confidence)
+        clusters = None
+        if cluster_by is not None:
+            check_path(cluster_by)
+            frame = self._frame[0]
+            clusters = cluster_keys(frame[frame["status"] == "completed"], cluster_by)
+        return self._metrics_table(confidence=confidence, clusters=clusters, cluster_by=cluster_by)
+
+    def _metrics_table(self, *, confidence: float = 0.95, clusters: Mapping[tuple[str, int], Any] | None = None,
+                       cluster_by: str | None = None) -> pd.DataFrame:
         import pandas as pd
+
+        from evalnb.results.epochs import pass_at_k_ks
 
         frame, columns = self._frame
         specs = self._specs()
+        epochs = self.epochs
         batch = {(t["task_id"], t["model"]): t for t in self._task_metrics}
         batch_ids: dict[str, list[str]] = {}  # metric ids any model's batch grader reported, per task
         for entry in self._task_metrics:
@@ -361,13 +445,28 @@ class RunResult:
             for model in self.models:
                 part = groups.get((task, model))
                 rows.extend(_task_model_rows(task, model, part, specs.get(task, []), columns,
-                                             batch.get((task, model)) or {}, batch_ids.get(task) or ["score"]))
-        table = pd.DataFrame.from_records(rows, columns=list(METRICS_COLUMNS))
+                                             batch.get((task, model)) or {}, batch_ids.get(task) or ["score"],
+                                             epochs=epochs, confidence=confidence, clusters=clusters,
+                                             cluster_by=cluster_by))
+        order = list(METRICS_COLUMNS)
+        order.insert(order.index("n") + 1, "n_clusters")
+        order += [f"pass_at_{k}" for k in pass_at_k_ks(epochs)]
+        table = pd.DataFrame.from_records(rows, columns=order)
         table["error"] = pd.Series([r["error"] for r in rows], dtype="object")
-        return table.astype({"n": "int64", "n_failed": "int64", "mean": "float64", "stderr": "float64",
-                             "ci_low": "float64", "ci_high": "float64", "higher_is_better": "bool"})
+        table["n_clusters"] = pd.array([r.get("n_clusters") for r in rows], dtype="Int64")
+        return table.astype({"n": "int64", "n_failed": "int64", "epochs": "int64", "mean": "float64",
+                             "stderr": "float64", "ci_low": "float64", "ci_high": "float64",
+                             "higher_is_better": "bool"})
 
     # ---- comparisons ----------------------------------------------------------------------------
+    def _clusters(self, cluster_by: str | None) -> dict[tuple[str, int], Any] | None:
+        from evalnb.results.clusters import cluster_keys
+
+        if cluster_by is None:
+            return None
+        frame = self._frame[0]
+        return cluster_keys(frame[frame["status"] == "completed"], cluster_by)
+
     def paired(
         self,
         model_a: str,
@@ -377,15 +476,59 @@ class RunResult:
         metric: str | None = None,
         n_resamples: int = 2000,
         seed: int = 0,
+        cluster_by: str | None = None,
     ) -> pd.DataFrame:
         """Per-task paired differences a - b on the items both models were scored on.
 
         Bootstrap interval, t stderr and, for 0/1 metrics, exact McNemar (see
         `evalnb.results.comparison.paired`); `metric=None` takes each task's first metric.
+        With epochs, each item's score is its mean over epochs. ``cluster_by`` (a dataset-row
+        field, as in `summarize`) clusters the per-item differences: CR1 stderr, a t_{G-1}
+        interval and an ``n_clusters`` column.
         """
         from evalnb.results.comparison import paired
 
-        return paired(self.scores, model_a, model_b, task_id=task_id, metric=metric, n_resamples=n_resamples, seed=seed)
+        return paired(self.scores, model_a, model_b, task_id=task_id, metric=metric, n_resamples=n_resamples,
+                      seed=seed, clusters=self._clusters(cluster_by))
+
+    def paired_all(
+        self,
+        models: list[str] | None = None,
+        *,
+        task_id: str | None = None,
+        metric: str | None = None,
+        n_resamples: int = 2000,
+        seed: int = 0,
+        cluster_by: str | None = None,
+    ) -> pd.DataFrame:
+        """Every pair of models (in run order) as `paired` rows, with ``p_value`` and Holm's ``p_holm``.
+
+        With three or more models, read ``p_holm``: it is adjusted over all the pairs of a
+        (task, metric), so a "best model" claim that survives it holds across the comparisons.
+        """
+        from evalnb.results.comparison import paired_all
+
+        return paired_all(self.scores, models if models is not None else self.models, task_id=task_id, metric=metric,
+                          n_resamples=n_resamples, seed=seed, clusters=self._clusters(cluster_by))
+
+    def diff(self, baseline: RunResult, *, confidence: float = 0.95, cluster_by: str | None = None) -> pd.DataFrame:
+        """This run against ``baseline`` (an earlier run of the same tasks), item by item.
+
+        One row per (task_id, model, metric) in both runs; items pair by (task_id, model label,
+        sample_index). Columns: task_id, model, metric, n_pairs, mean_baseline, mean,
+        mean_diff (= mean − mean_baseline), stderr (SD of the per-item differences / √n_pairs),
+        ci_low, ci_high (mean_diff ± t_{n−1} · stderr), n_fixed (0 in the baseline, 1 here),
+        n_broken (the reverse), mcnemar_p (exact, 0/1 metrics; NaN otherwise) and mde, the
+        smallest true difference these pairs detect with 80% power at α = 0.05
+        (2.8016 · stderr). With epochs an item's score is its mean over epochs. ``cluster_by``
+        clusters the differences by a dataset-row field (CR1 stderr, t_{G−1}, ``n_clusters``).
+        """
+        from evalnb.results.diff import diff_scores
+
+        if not isinstance(baseline, RunResult):
+            raise TypeError(f"diff() needs the baseline RunResult (e.g. evalnb.load_run(run_id)), "
+                            f"got {type(baseline).__name__}")
+        return diff_scores(self.scores, baseline.scores, confidence=confidence, clusters=self._clusters(cluster_by))
 
     def compare(self, **options: Any) -> go.Figure:
         """The default Plotly comparison: metric by model with 95% intervals (`evalnb.plots.compare`)."""
@@ -420,6 +563,8 @@ class RunResult:
             head.append(f"  suite {str(self._run['suite_version'])[:16]}")
         if counts:
             head.append(f"  samples: {counts.get('total', 0)} ({counts.get('failed', 0)} failed)")
+        if self.epochs > 1:
+            head.append(f"  epochs: {self.epochs} (n counts items)")
         lines = ["".join(head), "models: " + ", ".join(self.models)]
         for cell in self._cells():
             lines.append(f"{cell['task']} / {cell['metric']}{'' if cell['higher_is_better'] else ' (lower is better)'}")
@@ -439,10 +584,14 @@ class RunResult:
         return (f"<RunResult {self.run_id or '(not stored)'} status={self.status or 'unknown'} "
                 f"samples={counts.get('total', '?')} failed={counts.get('failed', '?')}>")
 
-    def browse(self, filter: str | None = None, *, models: list[str] | None = None) -> Any:
+    def browse(self, filter: str | None = None, *, models: list[str] | None = None,
+               baseline: RunResult | None = None, epoch: int | None = None) -> Any:
         """A widget paging through this run's outputs, side by side per item.
 
-        ``filter``: ``"all"`` (default), ``"failures"`` or ``"disagreements"``.
+        ``filter``: ``"all"`` (default), ``"failures"`` or ``"disagreements"``; with a
+        ``baseline`` run, each model's baseline output stands beside its output here and
+        ``"changed"`` (the default then) shows only the items whose score changed. A run with
+        epochs shows one epoch's outputs (``epoch``, default 0).
         """
         from evalnb.widgets import browse
 
@@ -455,7 +604,31 @@ class RunResult:
                 suite = Suite.from_dict(self._manifest, base_dir=base_dir)
             except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
                 suite = None
-        return browse(self.samples, suite=suite, filter=filter, models=models)
+        frame = self._one_epoch(epoch)
+        if baseline is None:
+            return browse(frame, suite=suite, filter=filter, models=models)
+        from evalnb.results.diff import changed_items
+
+        if not isinstance(baseline, RunResult):
+            raise TypeError(f"baseline must be a RunResult, got {type(baseline).__name__}")
+        import pandas as pd
+
+        chosen = models if models is not None else [m for m in self.models if m in set(baseline.models)]
+        before = baseline._one_epoch(epoch if epoch is not None and epoch < baseline.epochs else None)
+        before = before.assign(model=before["model"].map(lambda m: f"{m} (baseline)"))
+        both = pd.concat([before, frame], ignore_index=True)
+        order = [label for m in chosen for label in (f"{m} (baseline)", m)]
+        changed = changed_items(self.scores, baseline.scores)
+        return browse(both, suite=suite, filter=filter or "changed", models=order, changed=changed)
+
+    def _one_epoch(self, epoch: int | None) -> pd.DataFrame:
+        frame = self.samples
+        if epoch is None and self.epochs == 1:
+            return frame
+        epoch = 0 if epoch is None else epoch
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch < self.epochs:
+            raise ValueError(f"epoch must be an integer from 0 to {self.epochs - 1}, got {epoch!r}")
+        return frame[frame["epoch"] == epoch]
 
     def _repr_html_(self) -> str:
         """A static table (inline styles only, no scripts): reads the same in Jupyter and in exported HTML."""
@@ -468,6 +641,8 @@ class RunResult:
             info.append(f"<b>suite</b> <code>{esc(str(self._run['suite_version'])[:16])}</code>")
         if counts:
             info.append(f"<b>samples</b> {counts.get('total', 0):,} ({counts.get('failed', 0):,} failed)")
+        if self.epochs > 1:
+            info.append(f"<b>epochs</b> {self.epochs}")
         cell_style = 'style="text-align:right;vertical-align:top;font-variant-numeric:tabular-nums;padding:2px 10px"'
         left = 'style="text-align:left;vertical-align:top;padding:2px 10px"'
         head = "".join(f"<th {cell_style}>{esc(m)}</th>" for m in models)

@@ -32,7 +32,8 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
     """Run `suite` against `models` and return the result; works in scripts and in Jupyter.
 
     Options: ``generation`` (dict), ``concurrency`` (1-25, default 4), ``task_ids``,
-    ``max_samples``, ``judge_model``, ``embedding_model``, ``grader_concurrency``,
+    ``max_samples``, ``epochs`` (1-100, default 1: how many times each item is asked, each
+    ask a request of its own), ``judge_model``, ``embedding_model``, ``grader_concurrency``,
     ``metadata``, ``reuse`` (default True: reuse stored outputs), ``allow_network`` (True or
     task ids whose graders and preprocessors may use the network; default: none may),
     ``progress`` (True / False / "text"), ``store`` (an `evalnb.store.Store`; default: the
@@ -61,6 +62,7 @@ async def arun(
     allow_network: bool | Sequence[str] = False,
     progress: bool | str | None = None,
     store: Any = None,
+    epochs: int = 1,
 ) -> "RunResult":
     """The async form of `run`: ``result = await evalnb.arun(suite, models=[...])``."""
     check_mode(progress)
@@ -76,6 +78,7 @@ async def arun(
         grader_concurrency=grader_concurrency,
         metadata=metadata,
         reuse=reuse,
+        epochs=epochs,
         allow_network=allow_network,
     )
     return await RunEngine(plan, store=store, progress=progress).execute()
@@ -87,7 +90,7 @@ def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool |
     """Continue a run that died, failed or was cancelled, under the same run id.
 
     Finished samples are kept; the rest are done with the run's own stored options
-    (generation, ``reuse``, ``grader_concurrency``, ``allow_network``, ...). Models (and the
+    (generation, ``epochs``, ``reuse``, ``grader_concurrency``, ``allow_network``, ...). Models (and the
     judge and embedding models) are rebuilt from the stored run, with keys from the
     environment variables they were given (``api_key_env``); pass ``models=`` /
     ``judge_model=`` / ``embedding_model=`` again if they need explicit keys.
@@ -142,6 +145,7 @@ def stored_options(record: dict[str, Any]) -> dict[str, Any]:
             "metadata": record.get("metadata") or {},
             "judge_model": summary.get("judge_model") or record.get("judge_model"),
             "embedding_model": summary.get("embedding_model") or record.get("embedding_model"),
+            "epochs": record.get("epochs") or 1,
         }
     for role in ("judge_model", "embedding_model"):
         options[role] = rebuild_model(options.get(role))

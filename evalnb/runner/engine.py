@@ -67,8 +67,8 @@ class RunEngine(GradingPipeline):
         self._generation_done = False
         self._stop = asyncio.Event()
         self._grading: set[asyncio.Task] = set()
-        # generated samples waiting for (or in) a per-sample grader, by (task, model, index)
-        self._ungraded: dict[tuple[str, str, int], dict] = {}
+        # generated samples waiting for (or in) a per-sample grader, by (task, model, index, epoch)
+        self._ungraded: dict[tuple[str, str, int, int], dict] = {}
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def execute(self) -> "RunResult":
@@ -138,6 +138,7 @@ class RunEngine(GradingPipeline):
             max_samples=plan.max_samples,
             judge_model=plan.judge_model.name if plan.judge_model else None,
             embedding_model=plan.embedding_model.name if plan.embedding_model else None,
+            epochs=plan.epochs,
         )
         if self.run_id is None:
             self.run_id = store.find_resumable_run(suite.version, **args) if plan.reuse else None
@@ -230,7 +231,7 @@ class RunEngine(GradingPipeline):
         # what each finished sample was asked and graded against: the manifest is the same,
         # but the rows may have been edited since, and then the sample must be done again
         kept = {
-            (s["task_id"], s["model"], s["sample_index"]): _fingerprint(s["prompt"], s["target"], s["dataset_row"])
+            (s["task_id"], s["model"], s["sample_index"], s["epoch"]): _fingerprint(s["prompt"], s["target"], s["dataset_row"])
             for s in self.store.iter_samples(self.run_id, status="completed")
         } if done else {}
         # errors an earlier attempt of this run recorded for a task (e.g. a dataset download
@@ -264,17 +265,25 @@ class RunEngine(GradingPipeline):
                     self.store.write_task_metrics(self.run_id, task_id, model.label, None, error=None)
             per_sample = grader.execution == "per_sample"
             state = TaskState(task, items, grader, make_extractor(task.extraction), per_sample)
+            epochs = range(plan.epochs)
             for model in plan.models:
+                finished = 0
                 for i in items:
-                    key = (task_id, model.label, i.index)
-                    if key in done and kept.get(key) != _fingerprint(i.prompt, i.target, i.row):
-                        done.discard(key)
-                finished = {(i.index) for i in items if (task_id, model.label, i.index) in done}
-                state.remaining[model.label] = len(items) - len(finished)
+                    fingerprint = None
+                    for epoch in epochs:
+                        key = (task_id, model.label, i.index, epoch)
+                        if key not in done:
+                            continue
+                        fingerprint = fingerprint or _fingerprint(i.prompt, i.target, i.row)
+                        if kept.get(key) != fingerprint:
+                            done.discard(key)
+                        else:
+                            finished += 1
+                state.remaining[model.label] = len(items) * plan.epochs - finished
                 state.held[model.label] = []
                 mp = self.progress.model(model.label)
-                mp.total += len(items)
-                mp.done += len(finished)
+                mp.total += len(items) * plan.epochs
+                mp.done += finished
                 if mp.metric is None and task.effective_metrics:
                     mp.metric = task.effective_metrics[0].id
             self.tasks[task_id] = state
@@ -320,24 +329,30 @@ class RunEngine(GradingPipeline):
 
     # ---- the pipeline ---------------------------------------------------------------------
     async def _run_all(self) -> None:
-        from evalnb.store import request_key_function
+        from evalnb.store import epoch_request_key, request_key_function
 
         plan = self.plan
         await self._preloaded  # see _preload_result_libraries
         gen = plan.generation
         keys = {m.label: request_key_function(m.name, m.base_url, m.api, gen) for m in plan.models}
-        todo: list[tuple[str, Any, Any, str]] = []  # (task_id, item, model, request_key)
-        for task_id, state in self.tasks.items():
-            for item in state.items:
-                for model in plan.models:
-                    if (task_id, model.label, item.index) in self._done_keys:
-                        continue
-                    key = keys[model.label](item.prompt)
-                    todo.append((task_id, item, model, key))
+        # (task_id, item, model, request_key, epoch), epoch by epoch: a run stopped early has
+        # whole epochs rather than every epoch of a few items
+        todo: list[tuple[str, Any, Any, str, int]] = []
+        done = self._done_keys
+        for epoch in range(plan.epochs):
+            for task_id, state in self.tasks.items():
+                for item in state.items:
+                    for model in plan.models:
+                        if (task_id, model.label, item.index, epoch) in done:
+                            continue
+                        key = keys[model.label](item.prompt)
+                        if epoch:
+                            key = epoch_request_key(key, epoch)
+                        todo.append((task_id, item, model, key, epoch))
         if plan.reuse and todo:
             todo = self._copy_identical_samples(todo)
         cached = self.store.lookup_outputs([t[3] for t in todo]) if plan.reuse and todo else {}
-        calls: deque[tuple[str, Any, Any, str]] = deque()
+        calls: deque[tuple[str, Any, Any, str, int]] = deque()
         for unit in todo:
             hit = cached.get(unit[3])
             if hit is None:
@@ -368,7 +383,7 @@ class RunEngine(GradingPipeline):
             dispatcher.cancel()
             await asyncio.gather(gathered, dispatcher, stopper, return_exceptions=True)
 
-    def _copy_identical_samples(self, todo: list[tuple[str, Any, Any, str]]) -> list[tuple[str, Any, Any, str]]:
+    def _copy_identical_samples(self, todo: list[tuple[str, Any, Any, str, int]]) -> list[tuple[str, Any, Any, str, int]]:
         """Take whole graded samples from an identical earlier run; return the units left to do.
 
         Same run signature (suite version, hence grader and extraction; models; generation;
@@ -386,18 +401,18 @@ class RunEngine(GradingPipeline):
         graded = self.store.graded_samples(previous)
         copy, rest = [], []
         for unit in todo:
-            task_id, item, model, key = unit
+            task_id, item, model, key, epoch = unit
             state = self.tasks[task_id]
-            old = graded.get((task_id, model.label, item.index)) if state.per_sample else None
+            old = graded.get((task_id, model.label, item.index, epoch)) if state.per_sample else None
             if old is not None and old[0] == key and old[1] == item.target and old[2] == row_digest(item.row):
                 copy.append((unit, old[3]))
             else:
                 rest.append(unit)
         if not copy:
             return todo
-        self.store.copy_samples(previous, self.run_id, [(u[0], u[2].label, u[1].index) for u, _ in copy],
+        self.store.copy_samples(previous, self.run_id, [(u[0], u[2].label, u[1].index, u[4]) for u, _ in copy],
                                 now=int(time.time()))
-        for (task_id, _item, model, _key), scores in copy:
+        for (task_id, _item, model, _key, _epoch), scores in copy:
             mp = self.progress.model(model.label)
             mp.done += 1
             mp.reused += 1
@@ -414,7 +429,7 @@ class RunEngine(GradingPipeline):
         gen = self.plan.generation
         while calls:
             unit = calls.popleft()
-            task_id, item, model, key = unit
+            task_id, item, model, key, epoch = unit
             mp = self.progress.model(model.label)
             mp.in_flight += 1
             try:
@@ -422,7 +437,7 @@ class RunEngine(GradingPipeline):
             except ProviderError as exc:
                 mp.in_flight -= 1
                 error = {"stage": "generation", "message": str(exc), "status": exc.status}
-                self._record(task_id, model.label, self._sample(task_id, item, model, None), error=error)
+                self._record(task_id, model.label, self._sample(task_id, item, model, epoch, None), error=error)
                 continue
             mp.in_flight -= 1
             output = {
@@ -435,11 +450,12 @@ class RunEngine(GradingPipeline):
             self.writer.put_outputs([output])
             self._finish_generation(unit, output, reused=False)
 
-    def _sample(self, task_id: str, item: Any, model: Any, output: dict | None) -> dict:
+    def _sample(self, task_id: str, item: Any, model: Any, epoch: int, output: dict | None) -> dict:
         sample = {
             "task_id": task_id,
             "model": model.label,
             "sample_index": item.index,
+            "epoch": epoch,
             "prompt": item.prompt,
             "target": item.target,
             "dataset_row": item.row,
@@ -464,9 +480,9 @@ class RunEngine(GradingPipeline):
         return sample
 
     def _finish_generation(self, unit: tuple, output: dict, *, reused: bool) -> None:
-        task_id, item, model, key = unit
+        task_id, item, model, key, epoch = unit
         state = self.tasks[task_id]
-        sample = self._sample(task_id, item, model, output)
+        sample = self._sample(task_id, item, model, epoch, output)
         sample["request_key"] = key
         sample["reused"] = reused
         try:
@@ -479,7 +495,7 @@ class RunEngine(GradingPipeline):
         mp.input_tokens += int(usage.get("input_tokens") or 0)
         mp.output_tokens += int(usage.get("output_tokens") or 0)
         if state.per_sample:
-            self._ungraded[(task_id, model.label, item.index)] = sample
+            self._ungraded[(task_id, model.label, item.index, epoch)] = sample
             self._grade_queue.append((task_id, model.label, sample))
             self._grade_event.set()
         else:

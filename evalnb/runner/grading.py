@@ -93,7 +93,7 @@ class GradingPipeline:
         """`_record` without the store write: the caller hands the sample to the writer."""
         state = self.tasks[task_id]
         sample.pop("reused", None)
-        self._ungraded.pop((task_id, label, sample["sample_index"]), None)
+        self._ungraded.pop((task_id, label, sample["sample_index"], sample.get("epoch", 0)), None)
         if error is not None:
             sample["status"], sample["error"] = "failed", error
         else:

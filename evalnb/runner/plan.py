@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 MAX_MODELS = 20
 MAX_CONCURRENCY = 25
 DEFAULT_CONCURRENCY = 4
+MAX_EPOCHS = 100
 
 
 @dataclass
@@ -35,6 +36,7 @@ class RunPlan:
     grader_concurrency: int | None
     metadata: dict[str, Any] = field(default_factory=dict)
     reuse: bool = True
+    epochs: int = 1
     network_tasks: frozenset[str] = frozenset()  # tasks whose user code keeps the network
 
     def stored_options(self) -> dict[str, Any]:
@@ -47,6 +49,7 @@ class RunPlan:
             "grader_concurrency": self.grader_concurrency,
             "metadata": self.metadata,
             "reuse": self.reuse,
+            "epochs": self.epochs,
             "allow_network": sorted(self.network_tasks),
             "judge_model": model_record(self.judge_model) if self.judge_model else None,
             "embedding_model": model_record(self.embedding_model) if self.embedding_model else None,
@@ -78,6 +81,7 @@ def make_plan(
     grader_concurrency: int | None = None,
     metadata: dict[str, Any] | None = None,
     reuse: bool = True,
+    epochs: int = 1,
     allow_network: bool | Sequence[str] = False,
 ) -> RunPlan:
     from evalnb.suite.generation import Generation
@@ -105,6 +109,8 @@ def make_plan(
         isinstance(grader_concurrency, bool) or not isinstance(grader_concurrency, int) or grader_concurrency < 1
     ):
         raise ValueError(f"grader_concurrency must be a positive integer or None, got {grader_concurrency!r}")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= MAX_EPOCHS:
+        raise ValueError(f"epochs must be an integer from 1 to {MAX_EPOCHS} (how often each item is asked), got {epochs!r}")
     known = [t.id for t in suite.tasks]
     if task_ids is None:
         chosen, all_tasks = known, True
@@ -142,6 +148,7 @@ def make_plan(
         grader_concurrency=grader_concurrency,
         metadata=dict(metadata or {}),
         reuse=bool(reuse),
+        epochs=epochs,
         network_tasks=network_tasks,
     )
 

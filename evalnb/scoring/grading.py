@@ -27,7 +27,7 @@ from ..sandbox.pool import SandboxPool
 
 SAMPLE_KEYS = (
     "task_id", "model", "sample_index", "prompt", "target", "output_text",
-    "extracted_output", "dataset_row", "response_id", "usage",
+    "extracted_output", "dataset_row", "response_id", "usage", "epoch",
 )  # fmt: skip
 """The keys of the ``sample`` a grader receives (Decisions: "sample holds ...")."""
 

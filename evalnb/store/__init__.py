@@ -10,6 +10,7 @@ from __future__ import annotations
 from evalnb.store._codec import SAMPLE_FIELDS, SAMPLE_STATUSES
 from evalnb.store._keys import (
     canonical_json,
+    epoch_request_key,
     request_key,
     request_key_function,
     run_signature,
@@ -17,12 +18,13 @@ from evalnb.store._keys import (
 )
 from evalnb.redaction import redact
 from evalnb.store._reuse import row_digest
-from evalnb.store._runs import RUN_STATUSES, UnknownRunError, UnknownSuiteError, new_run_id
+from evalnb.store._runs import MAX_EPOCHS, RUN_STATUSES, UnknownRunError, UnknownSuiteError, new_run_id
 from evalnb.store._schema import SCHEMA_VERSION
 from evalnb.store._store import Store, default_store_path
 from evalnb.store._writer import StoreWriteError, StoreWriter
 
 __all__ = [
+    "MAX_EPOCHS",
     "RUN_STATUSES",
     "SAMPLE_FIELDS",
     "SAMPLE_STATUSES",
@@ -34,6 +36,7 @@ __all__ = [
     "UnknownSuiteError",
     "canonical_json",
     "default_store_path",
+    "epoch_request_key",
     "new_run_id",
     "redact",
     "request_key",

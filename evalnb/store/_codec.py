@@ -18,13 +18,13 @@ from typing import Any, NamedTuple
 SAMPLE_STATUSES = ("queued", "generating", "scoring", "completed", "failed")
 FINISHED_SAMPLE_STATUSES = ("completed", "failed")
 
-_KEY_COLS = ("run_id", "task_id", "model", "sample_index")
+_KEY_COLS = ("run_id", "task_id", "model", "sample_index", "epoch")
 _TEXT_FIELDS = ("target", "output_text", "extracted_output", "response_id", "request_key", "grader_key")
 _JSON_FIELDS = ("scores", "judge", "error", "usage")
 _TIME_FIELDS = ("started_at", "completed_at")
 _SKIP, _TEXT, _JSON, _PROMPT, _ROW, _FLOAT, _TIME = range(7)
 _KINDS = {
-    **dict.fromkeys(("run_id", "task_id", "model", "sample_index", "status", "created_at"), _SKIP),
+    **dict.fromkeys(("run_id", "task_id", "model", "sample_index", "epoch", "status", "created_at"), _SKIP),
     **dict.fromkeys(_TEXT_FIELDS, _TEXT),
     **dict.fromkeys(_JSON_FIELDS, _JSON),
     **dict.fromkeys(_TIME_FIELDS, _TIME),
@@ -94,7 +94,7 @@ def _sample_sql(cols: tuple[str, ...], update_created: bool) -> str:
     conflict = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in updates) if updates else "DO NOTHING"
     return (
         f"INSERT INTO samples ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
-        f"ON CONFLICT (run_id, task_id, model, sample_index) {conflict}"
+        f"ON CONFLICT (run_id, task_id, model, sample_index, epoch) {conflict}"
     )
 
 
@@ -116,7 +116,8 @@ def _sample_sql_for(fields: tuple[tuple[str, int], ...], stamp: bool, update_cre
 
 
 def _where(s: Mapping[str, Any]) -> str:
-    return f"sample (task_id={s.get('task_id')!r}, model={s.get('model')!r}, sample_index={s.get('sample_index')!r})"
+    epoch = f", epoch={s['epoch']!r}" if s.get("epoch") else ""
+    return f"sample (task_id={s.get('task_id')!r}, model={s.get('model')!r}, sample_index={s.get('sample_index')!r}{epoch})"
 
 
 class SampleEncoder:
@@ -142,8 +143,9 @@ class SampleEncoder:
     def encode(self, s: Mapping[str, Any], run_id: str | None, now: int) -> Op:
         """One sample dict as an UPSERT: fields present overwrite, fields absent keep their value.
 
-        Required: run_id (in the dict or given), task_id, model, sample_index, status. Keys the
-        store does not know (e.g. an attached `item`) are ignored. A finished sample without
+        Required: run_id (in the dict or given), task_id, model, sample_index, status; `epoch`
+        defaults to 0 (the first ask of the item). Keys the store does not know (e.g. an
+        attached `item`) are ignored. A finished sample without
         `completed_at` gets `now`; `created_at` is set on first insert only.
         """
         try:
@@ -173,10 +175,13 @@ class SampleEncoder:
             raise ValueError(f"{_where(s)}: model must be a non-empty string (the model label)")
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise ValueError(f"{_where(s)}: sample_index must be an integer >= 0")
+        epoch = s.get("epoch", 0)
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ValueError(f"{_where(s)}: epoch must be an integer >= 0")
         if status not in SAMPLE_STATUSES:
             raise ValueError(f"{_where(s)}: status must be one of {', '.join(SAMPLE_STATUSES)}; got {status!r}")
         fields = _fields(tuple(s))
-        vals: list[Any] = [rid, task_id, model, index, status]
+        vals: list[Any] = [rid, task_id, model, index, epoch, status]
         texts: list[tuple[bytes, str]] = []
         name = ""
         try:  # one pass over the sample's stored fields: this is the runner's hot path
@@ -340,13 +345,13 @@ def _multi_row_sql(head: str, values: str, tail: str, n: int) -> str:
 
 
 SAMPLE_SELECT = (
-    "SELECT s.run_id, s.task_id, s.model, s.sample_index, s.status, p.body, s.target, s.output_text, "
+    "SELECT s.run_id, s.task_id, s.model, s.sample_index, s.epoch, s.status, p.body, s.target, s.output_text, "
     "s.extracted_output, s.scores, s.judge, s.error, s.latency_s, s.usage, s.response_id, r.body, "
     "s.request_key, s.grader_key, s.created_at, s.started_at, s.completed_at "
     "FROM samples s LEFT JOIN texts p ON p.hash = s.prompt_hash LEFT JOIN texts r ON r.hash = s.dataset_row_hash"
 )
 SAMPLE_FIELDS = (
-    "run_id", "task_id", "model", "sample_index", "status", "prompt", "target", "output_text",
+    "run_id", "task_id", "model", "sample_index", "epoch", "status", "prompt", "target", "output_text",
     "extracted_output", "scores", "judge", "error", "latency_s", "usage", "response_id", "dataset_row",
     "request_key", "grader_key", "created_at", "started_at", "completed_at",
 )

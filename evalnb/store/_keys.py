@@ -93,11 +93,15 @@ def run_signature(
     max_samples: int | None,
     judge_model: str | None = None,
     embedding_model: str | None = None,
+    *,
+    epochs: int = 1,
 ) -> str:
     """What makes two runs "the same run": a died run with this signature can be continued.
 
     `models` are sanitized model dicts (see `sanitize_models`); their order does not matter,
     nor does the order of `task_ids`. Concurrency and execution-only settings do not count.
+    `epochs` counts only when it is not 1, so runs made before epochs existed keep their
+    signature (and stay resumable and reusable).
     """
     gen = {k: v for k, v in canonical_generation(generation).items() if k not in EXECUTION_ONLY_FIELDS}
     payload = {
@@ -109,7 +113,21 @@ def run_signature(
         "judge_model": judge_model,
         "embedding_model": embedding_model,
     }
+    if epochs != 1:
+        payload["epochs"] = epochs
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def epoch_request_key(key: str, epoch: int) -> str:
+    """The output-cache key of ask number ``epoch`` of a request whose first ask has ``key``.
+
+    Epoch 0 is the request itself (so caches from before epochs existed stay valid); every
+    later epoch gets a key of its own, so the store never answers epoch 1 with epoch 0's
+    output, and epochs 0..K-1 keep their keys when K is raised (only the new ones are sent).
+    """
+    if epoch == 0:
+        return key
+    return hashlib.sha256(f"{key}|epoch={epoch}".encode("ascii")).hexdigest()
 
 
 def sanitize_models(models: Iterable[Any]) -> list[dict[str, Any]]:

@@ -15,13 +15,13 @@ from typing import Any
 from evalnb.store._codec import from_json, text_hash, to_json
 
 _COPY_SQL = (
-    "INSERT OR REPLACE INTO samples (run_id, task_id, model, sample_index, status, prompt_hash, target, "
+    "INSERT OR REPLACE INTO samples (run_id, task_id, model, sample_index, epoch, status, prompt_hash, target, "
     "output_text, extracted_output, scores, judge, error, latency_s, usage, response_id, dataset_row_hash, "
     "request_key, grader_key, created_at, started_at, completed_at) "
-    "SELECT ?, task_id, model, sample_index, status, prompt_hash, target, output_text, extracted_output, "
+    "SELECT ?, task_id, model, sample_index, epoch, status, prompt_hash, target, output_text, extracted_output, "
     "scores, judge, error, latency_s, usage, response_id, dataset_row_hash, request_key, grader_key, "
     "?, started_at, ? FROM samples WHERE run_id = ? AND task_id = ? AND model = ? AND sample_index = ? "
-    "AND status = 'completed'"
+    "AND epoch = ? AND status = 'completed'"
 )
 
 
@@ -46,18 +46,20 @@ class GradeReuse:
                 return other
         return None
 
-    def graded_samples(self, run_id: str) -> dict[tuple[str, str, int], tuple[str | None, str | None, bytes | None, Any]]:
-        """(task, model, index) -> (request_key, target, dataset_row digest, scores) of completed samples."""
+    def graded_samples(
+        self, run_id: str
+    ) -> dict[tuple[str, str, int, int], tuple[str | None, str | None, bytes | None, Any]]:
+        """(task, model, index, epoch) -> (request_key, target, dataset_row digest, scores) of completed samples."""
         rows = self._rows(  # type: ignore[attr-defined]
-            "SELECT task_id, model, sample_index, request_key, target, dataset_row_hash, scores "
+            "SELECT task_id, model, sample_index, epoch, request_key, target, dataset_row_hash, scores "
             "FROM samples WHERE run_id = ? AND status = 'completed'",
             (run_id,),
         )
-        return {(t, m, i): (key, target, digest, scores) for t, m, i, key, target, digest, scores in rows}
+        return {(t, m, i, e): (key, target, digest, scores) for t, m, i, e, key, target, digest, scores in rows}
 
-    def copy_samples(self, from_run: str, to_run: str, keys: Iterable[tuple[str, str, int]], *, now: int) -> int:
-        """Copy completed samples of `from_run` into `to_run` (same task, model, index)."""
-        params = [(to_run, now, now, from_run, t, m, i) for t, m, i in keys]
+    def copy_samples(self, from_run: str, to_run: str, keys: Iterable[tuple[str, str, int, int]], *, now: int) -> int:
+        """Copy completed samples of `from_run` into `to_run` (same task, model, index, epoch)."""
+        params = [(to_run, now, now, from_run, t, m, i, e) for t, m, i, e in keys]
         if not params:
             return 0
         with self._transaction() as conn:  # type: ignore[attr-defined]

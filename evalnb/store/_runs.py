@@ -31,6 +31,7 @@ RUN_STATUSES = ("queued", "in_progress", "completed", "failed", "cancelled")
 TERMINAL_RUN_STATUSES = ("completed", "failed", "cancelled")
 RESUMABLE_RUN_STATUSES = ("queued", "in_progress", "failed", "cancelled")
 RUN_ID_RE = re.compile(r"^eval_run_[0-9a-f]{32}$")
+MAX_EPOCHS = 100
 # A run owned by a process on another host counts as abandoned once its heartbeat (written
 # every ~15 s while it runs) is this old: this machine cannot look that process up.
 STALE_AFTER_S = 120
@@ -41,7 +42,7 @@ RUN_JSON_FIELDS = ("models", "generation", "task_ids", "metadata", "versions", "
 _RUN_COLUMNS = (
     "run_id", "suite_version", "status", "models", "generation", "task_ids", "max_samples", "concurrency",
     "judge_model", "embedding_model", "signature", "metadata", "versions", "summary", "error", "owner_pid",
-    "owner_host", "owner_token", "created_at", "started_at", "completed_at", "updated_at",
+    "owner_host", "owner_token", "created_at", "started_at", "completed_at", "updated_at", "epochs",
 )
 _PACKAGES = ("evalnb", "pydantic", "httpx", "pandas", "numpy", "datasets", "regex")
 
@@ -136,6 +137,12 @@ def check_concurrency(concurrency: Any) -> int:
     return concurrency
 
 
+def check_epochs(epochs: Any) -> int:
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= MAX_EPOCHS:
+        raise ValueError(f"epochs must be an integer from 1 to {MAX_EPOCHS}, got {epochs!r}")
+    return epochs
+
+
 def check_metadata(metadata: Any) -> dict[str, Any]:
     """Run metadata: keys of 1-64 characters, string values of at most 512."""
     if metadata is None:
@@ -175,12 +182,14 @@ class RunRecords:
         manifest: Mapping[str, Any] | None = None,
         run_id: str | None = None,
         status: str = "queued",
+        epochs: int = 1,
     ) -> str:
         """Record a new run owned by this process and return its id (`eval_run_<32 hex>`).
 
         `models` may be `evalnb.Model` objects or dicts: only name/base_url/api/label are kept,
         never api keys or headers (their values are also masked wherever else they appear).
-        `manifest`, when given, is saved as the suite version first.
+        `manifest`, when given, is saved as the suite version first. `epochs`: how many times
+        each item is asked (part of what makes two runs the same run).
         """
         models = list(models)
         for model in models:
@@ -200,10 +209,12 @@ class RunRecords:
             check_concurrency(concurrency)
         meta = self._scrub(redact(check_metadata(metadata)))
         check_run_status(status)
+        check_epochs(epochs)
         run_id = run_id or new_run_id()
         if not RUN_ID_RE.match(run_id):
             raise ValueError(f"run id {run_id!r} must look like eval_run_<32 hex digits>")
-        signature = run_signature(suite_version, clean_models, gen, tasks, max_samples, judge_model, embedding_model)
+        signature = run_signature(suite_version, clean_models, gen, tasks, max_samples, judge_model, embedding_model,
+                                  epochs=epochs)
         owner = current_owner()
         now = _now()
         with self._transaction() as conn:
@@ -212,12 +223,13 @@ class RunRecords:
             conn.execute(
                 "INSERT INTO runs (run_id, suite_version, status, models, generation, task_ids, max_samples, "
                 "concurrency, judge_model, embedding_model, signature, metadata, versions, owner_pid, owner_host, "
-                "owner_token, created_at, started_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "owner_token, created_at, started_at, updated_at, epochs) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id, suite_version, status, to_json(clean_models), canonical_json(gen),
                     None if tasks is None else to_json(tasks), max_samples, concurrency, judge_model,
                     embedding_model, signature, to_json(meta), to_json(package_versions()), owner.pid,
-                    owner.host, owner.token, now, now if status == "in_progress" else None, now,
+                    owner.host, owner.token, now, now if status == "in_progress" else None, now, epochs,
                 ),
             )
         if status not in TERMINAL_RUN_STATUSES:
@@ -404,6 +416,7 @@ class RunRecords:
         max_samples: int | None = None,
         judge_model: str | None = None,
         embedding_model: str | None = None,
+        epochs: int = 1,
     ) -> str | None:
         """The newest run of exactly this configuration that died or stopped, else None.
 
@@ -415,6 +428,7 @@ class RunRecords:
         signature = run_signature(
             suite_version, sanitize_models(models), gen,
             list(task_ids) if task_ids is not None else None, max_samples, judge_model, embedding_model,
+            epochs=check_epochs(epochs),
         )
         placeholders = ", ".join("?" * len(RESUMABLE_RUN_STATUSES))
         rows = self._rows(

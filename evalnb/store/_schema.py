@@ -14,7 +14,7 @@ from pathlib import Path
 
 from evalnb.errors import EvalnbError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Large, repeated texts (prompts, dataset rows) live once in `texts`, keyed by a 16-byte
 # BLAKE2b digest: the same prompt is shared by every model of a run and by every re-run.
@@ -91,10 +91,57 @@ _DDL_V1 = [
         PRIMARY KEY (run_id, task_id, model))""",
 ]
 
+# The samples columns after `epoch` was added (schema 2), in table order.
+_SAMPLE_COLUMNS_V1 = (
+    "run_id", "task_id", "model", "sample_index", "status", "prompt_hash", "target", "output_text",
+    "extracted_output", "scores", "judge", "error", "latency_s", "usage", "response_id", "dataset_row_hash",
+    "request_key", "grader_key", "created_at", "started_at", "completed_at",
+)
+
+
+def _v1_to_v2_epochs(conn: sqlite3.Connection) -> None:
+    """Epochs (issue 14): an item may be asked K times, so a sample is (run, task, model, item, epoch).
+
+    SQLite cannot change a primary key in place: the samples table is rebuilt with the new
+    key, every existing sample becoming epoch 0 (what it was: the only ask). Runs record their
+    `epochs` (1 for every earlier run).
+    """
+    columns = ", ".join(_SAMPLE_COLUMNS_V1)
+    conn.execute("""CREATE TABLE samples_v2 (
+        run_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        sample_index INTEGER NOT NULL,
+        epoch INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL,
+        prompt_hash BLOB,
+        target TEXT,
+        output_text TEXT,
+        extracted_output TEXT,
+        scores TEXT,
+        judge TEXT,
+        error TEXT,
+        latency_s REAL,
+        usage TEXT,
+        response_id TEXT,
+        dataset_row_hash BLOB,
+        request_key TEXT,
+        grader_key TEXT,
+        created_at INTEGER,
+        started_at INTEGER,
+        completed_at INTEGER,
+        PRIMARY KEY (run_id, task_id, model, sample_index, epoch))""")
+    conn.execute(f"INSERT INTO samples_v2 ({columns}, epoch) SELECT {columns}, 0 FROM samples")
+    conn.execute("DROP TABLE samples")
+    conn.execute("ALTER TABLE samples_v2 RENAME TO samples")
+    conn.execute("CREATE INDEX samples_by_status ON samples (run_id, status, task_id, model, sample_index, epoch)")
+    conn.execute("ALTER TABLE runs ADD COLUMN epochs INTEGER NOT NULL DEFAULT 1")
+
+
 # MIGRATIONS[n] upgrades a store from schema n to n + 1 inside the opening transaction.
 # Add an entry (and bump SCHEMA_VERSION) whenever the schema changes; never edit _DDL_V1.
 Migration = Callable[[sqlite3.Connection], None]
-MIGRATIONS: dict[int, Migration] = {}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs}
 
 
 def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:

@@ -174,7 +174,7 @@ class Store(RunRecords, GradeReuse):
     def write_samples(self, samples: Iterable[Mapping[str, Any]], *, run_id: str | None = None) -> int:
         """UPSERT samples in one transaction; returns how many. See `StoreWriter` for the hot path.
 
-        Keyed by (run_id, task_id, model, sample_index): fields present overwrite, fields
+        Keyed by (run_id, task_id, model, sample_index, epoch): fields present overwrite, fields
         absent keep their stored value. Malformed samples raise before anything is written.
         """
         with self._lock:
@@ -214,7 +214,7 @@ class Store(RunRecords, GradeReuse):
         status: str | Iterable[str] | None = None,
         batch_size: int = 2000,
     ) -> Iterator[dict[str, Any]]:
-        """Samples ordered by (task_id, model, sample_index), fetched `batch_size` at a time.
+        """Samples ordered by (task_id, model, sample_index, epoch), fetched `batch_size` at a time.
 
         Memory stays bounded however large the run; rows committed while iterating may or
         may not be seen.
@@ -238,18 +238,18 @@ class Store(RunRecords, GradeReuse):
                 yield decode_sample(row)
 
     def _sample_pages(self, where: str, params: list[Any], batch_size: int) -> Iterator[list[tuple[Any, ...]]]:
-        """`SAMPLE_SELECT` rows matching `where`, in (task_id, model, sample_index) order, a page
-        at a time (keyset pagination: each page starts after the last key of the one before)."""
+        """`SAMPLE_SELECT` rows matching `where`, in (task_id, model, sample_index, epoch) order, a
+        page at a time (keyset pagination: each page starts after the last key of the one before)."""
         base = SAMPLE_SELECT + " WHERE " + where
-        order = " ORDER BY s.task_id, s.model, s.sample_index LIMIT ?"
+        order = " ORDER BY s.task_id, s.model, s.sample_index, s.epoch LIMIT ?"
         rows = self._rows(base + order, (*params, batch_size))
         while True:
             if rows:
                 yield rows
             if len(rows) < batch_size:
                 return
-            last = rows[-1][1:4]
-            rows = self._rows(base + " AND (s.task_id, s.model, s.sample_index) > (?, ?, ?)" + order,
+            last = rows[-1][1:5]
+            rows = self._rows(base + " AND (s.task_id, s.model, s.sample_index, s.epoch) > (?, ?, ?, ?)" + order,
                               (*params, *last, batch_size))
 
     def samples(self, run_id: str, *, task_id: str | None = None, model: str | None = None, status: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
@@ -263,15 +263,15 @@ class Store(RunRecords, GradeReuse):
         rows = self.iter_samples(run_id, task_id=task_id, model=model, status=status)
         return pd.DataFrame.from_records(rows, columns=list(SAMPLE_FIELDS))
 
-    def completed_keys(self, run_id: str, *, statuses: Iterable[str] = ("completed",)) -> set[tuple[str, str, int]]:
-        """(task_id, model, sample_index) of finished samples, so a resumed run skips them."""
+    def completed_keys(self, run_id: str, *, statuses: Iterable[str] = ("completed",)) -> set[tuple[str, str, int, int]]:
+        """(task_id, model, sample_index, epoch) of finished samples, so a resumed run skips them."""
         statuses = list(statuses)
         placeholders = ", ".join("?" * len(statuses))
         rows = self._rows(
-            f"SELECT task_id, model, sample_index FROM samples WHERE run_id = ? AND status IN ({placeholders})",
+            f"SELECT task_id, model, sample_index, epoch FROM samples WHERE run_id = ? AND status IN ({placeholders})",
             (run_id, *statuses),
         )
-        return {(t, m, i) for t, m, i in rows}
+        return {(t, m, i, e) for t, m, i, e in rows}
 
     # ---- the output cache -------------------------------------------------------------------
     def lookup_outputs(self, request_keys: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -1,8 +1,9 @@
 """`browse`: page through a run's real outputs, every model side by side for one item.
 
 One page per (task, sample_index). A filter narrows the pages to the ones worth reading:
-``failures`` (a model failed, errored, or extraction found nothing) and ``disagreements``
-(the models' extracted outputs or first-metric scores differ). The samples frame is the
+``failures`` (a model failed, errored, or extraction found nothing), ``disagreements``
+(the models' extracted outputs or first-metric scores differ) and, when the caller says
+which items changed against a baseline run (`RunResult.browse(baseline=...)`), ``changed``. The samples frame is the
 one ``RunResult.samples`` gives; any numeric column outside the known sample fields is read
 as a metric, so new metric columns need no change here.
 """
@@ -21,12 +22,12 @@ if TYPE_CHECKING:
 
 __all__ = ["FILTERS", "BrowseWidget", "browse", "metric_columns"]
 
-FILTERS = ("all", "failures", "disagreements")
+FILTERS = ("all", "failures", "disagreements", "changed")
 REQUIRED = ("task_id", "model", "sample_index")
 # Sample fields that are never metrics, even when numeric.
 KNOWN_COLUMNS = frozenset(
     {
-        "task_id", "model", "sample_index", "status", "prompt", "target", "output_text",
+        "task_id", "model", "sample_index", "epoch", "status", "prompt", "target", "output_text",
         "extracted_output", "error", "dataset_row", "response_id", "usage", "judge", "scores",
         "latency_s", "created_at", "started_at", "completed_at", "run_id", "id", "object",
         "attempts", "retries", "empty_retries", "input_tokens", "output_tokens", "total_tokens",
@@ -41,14 +42,17 @@ def browse(
     suite: "Suite | None" = None,
     filter: str | None = None,
     models: list[str] | None = None,
+    changed: set[tuple[str, int]] | None = None,
 ) -> "BrowseWidget":
     """A widget paging through ``samples_df`` one (task, sample_index) at a time.
 
-    ``filter``: ``"all"`` (default), ``"failures"`` or ``"disagreements"``. ``models``: the
-    model labels to show, in this order (default: all, in order of appearance). ``suite``:
-    optional; it names the declared metrics and shows prompts with few-shot examples boxed.
+    ``filter``: ``"all"`` (default), ``"failures"``, ``"disagreements"``, or ``"changed"``
+    (needs ``changed``: the (task_id, sample_index) of the items to show, e.g. the items
+    whose score changed against a baseline). ``models``: the model labels to show, in this
+    order (default: all, in order of appearance). ``suite``: optional; it names the declared
+    metrics and shows prompts with few-shot examples boxed.
     """
-    return BrowseWidget(samples_df, suite=suite, filter=filter, models=models)
+    return BrowseWidget(samples_df, suite=suite, filter=filter, models=models, changed=changed)
 
 
 def metric_columns(frame: Any, declared: tuple[str, ...] = ()) -> list[str]:
@@ -97,6 +101,7 @@ class Page:
     samples: list[dict[str, Any]]
     failure: bool
     disagreement: bool
+    changed: bool = False
 
 
 class BrowseWidget:
@@ -109,6 +114,7 @@ class BrowseWidget:
         suite: "Suite | None" = None,
         filter: str | None = None,
         models: list[str] | None = None,
+        changed: set[tuple[str, int]] | None = None,
     ) -> None:
         if not (hasattr(samples_df, "columns") and hasattr(samples_df, "to_dict")):
             raise TypeError(f"browse needs a samples DataFrame, got {type(samples_df).__name__}")
@@ -116,9 +122,9 @@ class BrowseWidget:
         if missing:
             have = ", ".join(map(str, samples_df.columns)) or "none"
             raise ValueError(f"samples frame is missing column(s) {', '.join(missing)}; it has: {have}")
+        self.filters = FILTERS if changed is not None else tuple(f for f in FILTERS if f != "changed")
         filter = "all" if filter is None else filter
-        if filter not in FILTERS:
-            raise ValueError(f"unknown filter {filter!r}; use one of: {', '.join(FILTERS)}")
+        self._check_filter(filter)
         self.suite = suite
         frame = _expand_scores(samples_df)
         declared = _declared_metrics(suite)
@@ -126,11 +132,15 @@ class BrowseWidget:
         self.models = _choose_models(frame, models)
         frame = frame[frame["model"].isin(self.models)]
         self.all_pages = _pages(frame, self.models, self.metrics)
-        self.counts = {
+        for page in self.all_pages:
+            page.changed = changed is not None and (page.task_id, page.sample_index) in changed
+        counts = {
             "all": len(self.all_pages),
             "failures": sum(p.failure for p in self.all_pages),
             "disagreements": sum(p.disagreement for p in self.all_pages),
+            "changed": sum(p.changed for p in self.all_pages),
         }
+        self.counts = {name: counts[name] for name in self.filters}
         self.filter, self.index, self.pages = filter, 0, self._filtered(filter)
         self._items: dict[str, Any] = {}
         self._syncing = False
@@ -143,10 +153,16 @@ class BrowseWidget:
     def page(self) -> Page | None:
         return self.pages[self.index] if self.pages else None
 
+    def _check_filter(self, name: str) -> None:
+        if name == "changed" and name not in self.filters:
+            raise ValueError("filter 'changed' needs a baseline: RunResult.browse(baseline=earlier_result), "
+                             "or browse(..., changed={(task_id, sample_index), ...})")
+        if name not in self.filters:
+            raise ValueError(f"unknown filter {name!r}; use one of: {', '.join(self.filters)}")
+
     def set_filter(self, name: str) -> None:
         """Show only the pages of filter ``name`` (starting from the first)."""
-        if name not in FILTERS:
-            raise ValueError(f"unknown filter {name!r}; use one of: {', '.join(FILTERS)}")
+        self._check_filter(name)
         self.filter, self.index, self.pages = name, 0, self._filtered(name)
         self._refresh()
 
@@ -189,12 +205,14 @@ class BrowseWidget:
             return [p for p in self.all_pages if p.failure]
         if name == "disagreements":
             return [p for p in self.all_pages if p.disagreement]
+        if name == "changed":
+            return [p for p in self.all_pages if p.changed]
         return list(self.all_pages)
 
     def _build(self) -> None:
         import ipywidgets as w
 
-        options = [(f"{name} ({self.counts[name]})", name) for name in FILTERS]
+        options = [(f"{name} ({self.counts[name]})", name) for name in self.filters]
         self.filter_select = w.Dropdown(options=options, value=self.filter, description="show")
         self.prev_button = w.Button(description="Previous", icon="arrow-left")
         self.next_button = w.Button(description="Next", icon="arrow-right")
@@ -231,7 +249,8 @@ class BrowseWidget:
             self.title_html.value = f"<b>no pages</b> (filter: {h.esc(self.filter)})"
             self.page_html.value = h.note(f"no (task, sample) matches filter {self.filter!r}")
             return
-        flags = [name for name, on in (("failure", page.failure), ("disagreement", page.disagreement)) if on]
+        flags = [name for name, on in (("failure", page.failure), ("disagreement", page.disagreement),
+                                       ("score changed", page.changed)) if on]
         self.title_html.value = (
             f"<b>task {h.esc(page.task_id)}</b> &middot; sample_index {page.sample_index} &middot; "
             f"page {self.index + 1} of {len(self.pages)} (filter: {h.esc(self.filter)})"

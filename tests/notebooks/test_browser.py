@@ -127,9 +127,15 @@ def test_demo_report_shows_chart_metrics_and_frozen_widgets_offline(tmp_path, mo
     for name in ("EVALNB_BASE_URL", "OPENAI_API_KEY", "EVALNB_MODELS", "EVALNB_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     out = tmp_path / "quickstart.html"
-    table = build(ROOT / "notebooks" / "01_quickstart.ipynb", out)
+    printed = build(ROOT / "notebooks" / "01_quickstart.ipynb", out)
+    table = (tmp_path / "quickstart_metrics.txt").read_text().strip()
     assert re.search(r"sentiment\s+standin-small\s+accuracy\s+40", table), table
-    assert (tmp_path / "quickstart_metrics.txt").read_text().strip() == table.strip()
+    comparisons = (tmp_path / "quickstart_comparisons.txt").read_text().strip()
+    # each comparison in words: real or not, its interval, the items needed to detect it
+    assert "on sentiment (accuracy): +0.325, 95% CI [0.199, 0.475]" in comparisons and "A real difference" in comparisons
+    assert "on arithmetic (exact_match)" in comparisons and "Not shown to be real" in comparisons
+    assert comparisons.count("takes about") == 2
+    assert printed.startswith(table) and printed.endswith(comparisons)
     assert nbformat.read(tmp_path / "quickstart.ipynb", as_version=4).cells  # the executed notebook
     page_html = out.read_text(encoding="utf-8")
     assert "application/vnd.jupyter.widget-view+json" not in page_html  # nothing left to draw from a CDN
@@ -154,6 +160,7 @@ def test_demo_report_shows_chart_metrics_and_frozen_widgets_offline(tmp_path, mo
             expect(chart).to_be_attached()
             expect(page.locator(".plotly-graph-div").first).to_contain_text("standin-small")
             expect(page.locator(".evalnb-run-result")).to_contain_text("accuracy")
+            expect(page.locator("body")).to_contain_text("A real difference: the interval excludes 0.")
             expect(page.locator("table.dataframe").filter(has_text="ci_high").first).to_contain_text("exact_match")
             panel = page.locator(".evalnb-static-widget")
             expect(panel).to_contain_text("160/160 samples")  # the progress panel, frozen

@@ -112,3 +112,38 @@ def test_judge_verdict_is_json_with_a_score_from_1_to_10(answer, low, high):
 
 def test_judge_verdict_without_an_answer_section_scores_1():
     assert json.loads(nm.judge_verdict("no sections here"))["score"] == 1
+
+
+def _first_sampled_question(model="standin-small"):
+    """A Belebele-style question whose sampled asks do not all agree (there are several)."""
+    for question in nm.choice_key():
+        body = {"model": model, "input": f"Question: {question}", "temperature": 1.0}
+        asks = [nm.respond(body, ask=k) for k in range(8)]
+        if len(set(asks)) > 1:
+            return body, asks
+    raise AssertionError("no question varies across sampled asks")
+
+
+def test_sampled_asks_are_draws_that_a_new_server_repeats():
+    body, expected = _first_sampled_question()
+    first, second = nm.Sampler(), nm.Sampler()
+    assert [first(body) for _ in range(8)] == expected  # the n-th ask is draw n
+    assert [second(body) for _ in range(8)] == expected  # a fresh server draws the same sequence
+    greedy = {k: v for k, v in body.items() if k != "temperature"}
+    assert {first(greedy) for _ in range(3)} == {nm.respond(greedy)}  # temperature 0 / unset: one answer
+
+
+def test_a_misread_passage_costs_its_questions_together():
+    """Errors cluster by passage: both questions wrong more often than independent errors would be."""
+    rows = [json.loads(line) for line in
+            (ROOT / "examples" / "hf_local" / "mini_belebele" / "data" / "test.jsonl").read_text().splitlines()]
+    links = sorted({r["link"] for r in rows})
+    assert len(rows) == 40 and len(links) == 20  # two questions per passage
+    both = expected = 0.0
+    for model in [f"probe-{i}" for i in range(60)]:  # unknown names answer with standin-small's profile
+        wrong = {r["question"]: nm.respond({"model": model, "input": f"Question: {r['question']}"})
+                 != f"Answer: {'ABCD'[int(r['correct_answer_num']) - 1]}" for r in rows}
+        rate = sum(wrong.values()) / len(wrong)
+        both += sum(all(wrong[r["question"]] for r in rows if r["link"] == link) for link in links)
+        expected += len(links) * rate * rate
+    assert both > 1.3 * expected  # 1,200 passages: ~8 standard deviations above independence

@@ -119,7 +119,7 @@ def test_samples_frame_shape_columns_and_order(result):
     frame = result.samples
     assert len(frame) == len(SAMPLES)
     assert list(frame.columns) == [
-        "task_id", "model", "sample_index", "status", "prompt", "target", "output_text", "extracted_output",
+        "task_id", "model", "sample_index", "epoch", "status", "prompt", "target", "output_text", "extracted_output",
         "accuracy", "f1", "latency_pen", "score:status", "rouge", "score", "debug",
         "error", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row",
     ]
@@ -220,8 +220,9 @@ def test_batch_metrics_replace_sample_rows_and_carry_errors(result):
 
 def test_metrics_frame_shape_and_order(result):
     table = result.metrics
-    assert list(table.columns) == ["task_id", "model", "metric", "n", "n_failed", "mean", "stderr", "ci_low",
+    assert list(table.columns) == ["task_id", "model", "metric", "n", "n_failed", "epochs", "mean", "stderr", "ci_low",
                                    "ci_high", "higher_is_better", "aggregation", "source", "error"]
+    assert (table["epochs"] == 1).all()
     keys = list(zip(table.task_id, table.model, table.metric))
     assert keys == [
         ("sum", "zeta", "rouge"), ("sum", "alpha", "rouge"),
@@ -350,7 +351,7 @@ def test_a_run_without_samples(tmp_path):
         run_id = store.create_run("v1", manifest=MANIFEST, models=[{"name": "m"}])
         result = RunResult(store, run_id)
         declared = ["accuracy", "f1", "latency_pen", "score:status", "rouge", "score"]  # columns exist regardless
-        assert result.samples.empty and list(result.samples.columns) == [*SAMPLE_COLUMNS[:8], *declared, *SAMPLE_COLUMNS[8:]]
+        assert result.samples.empty and list(result.samples.columns) == [*SAMPLE_COLUMNS[:9], *declared, *SAMPLE_COLUMNS[9:]]
         assert result.scores.empty and list(result.scores.columns) == ["task_id", "model", "sample_index", "metric", "value"]
         table = result.metrics
         assert table["task_id"].tolist() == ["qa"] * 4 + ["sum", "plain"]  # manifest order; agg has no metrics yet
@@ -368,4 +369,4 @@ def test_from_data_without_a_manifest_treats_every_score_key_as_a_metric():
     table = result.metrics.set_index(["model", "metric"])
     assert table.loc[("a", "em"), "mean"] == 0.5 and table.loc[("a", "len"), "mean"] == 1.5
     assert table.loc[("b", "em"), "n_failed"] == 1 and table.loc[("b", "em"), "n"] == 0
-    assert list(result.samples.columns[8:10]) == ["em", "len"]
+    assert list(result.samples.columns[9:11]) == ["em", "len"]

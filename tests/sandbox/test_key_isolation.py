@@ -84,28 +84,17 @@ def test_a_task_opted_into_the_network_reaches_it_and_still_no_key(tmp_path):
     _assert_confined(judge, network=True)
 
 
-def test_with_the_protections_off_the_same_probe_finds_the_keys(tmp_path, monkeypatch):
-    """The control: namespaces and the filter off (today's fallback is namespaces off only)."""
-    from evalnb.sandbox import Job, SandboxPool, UserCode
-
-    fragments = _fragments()
-    monkeypatch.setenv("PROBE_CONTROL_KEY", "unused")  # (monkeypatch never reaches /proc/*/environ)
-    key_file = tmp_path / "key.txt"
-    key_file.write_text(f"sk-file-{fragments[1]}")
-    held = open(key_file)  # noqa: SIM115 - held open on purpose
-    os.environ["PROBE_LATE_KEY"] = f"sk-late-{fragments[2]}"
-    try:
-        row = {"reversed_fragments": [f[::-1] for f in fragments[1:3]], "target_pids": [os.getpid()], "port": 9}
-        with SandboxPool(1, namespaces=False, seccomp=False) as pool:
-            job = Job(UserCode(source=key_probe.PROBE, filename="probe.py"), names=("grade",), nargs=2)
-            (res,) = pool.run_sync(job, [[{}, row]])
-    finally:
-        held.close()
-        del os.environ["PROBE_LATE_KEY"]
-    found = res.value["judge"]["found"]
-    assert any(f"/proc/{os.getpid()}/mem" in f for f in found), found  # the key set from Python
-    assert any(f.startswith("pidfd_getfd") for f in found), found  # the open file
-    assert res.value["judge"]["routes"]["visible_pids"] > 1
+def test_with_the_protections_off_the_same_probe_finds_every_key(tmp_path):
+    """The control: namespaces and the filter off, the same chain, the same probe."""
+    output, fragments = _attack(tmp_path, "pool", sys.executable, extra_env={"PROBE_UNCONFINED": "1"},
+                                pythonpath=str(HELPERS.parent))
+    found = output["value"]["judge"]["found"]
+    where = {fragment: [f.split(":")[0] for f in found if f.endswith(fragment)] for fragment in fragments}
+    assert any(w.endswith("/environ") for w in where[fragments[0]]), found  # exported before the server
+    assert any(w.startswith("pidfd_getfd") for w in where[fragments[1]]), found  # the open key file
+    assert any(w.endswith("/mem") for w in where[fragments[2]]), found  # set with os.environ[...] = ...
+    assert any(w.endswith("/mem") for w in where[fragments[3]]), found  # a key in a variable
+    assert output["value"]["judge"]["routes"]["visible_pids"] > 1
 
 
 def _plain_python() -> str | None:

@@ -6,6 +6,7 @@ SIGKILL it, then reopen the file.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -26,7 +27,9 @@ from evalnb.store import (
     UnknownRunError,
     UnknownSuiteError,
     redact,
+    epoch_request_key,
     request_key,
+    run_signature,
     sanitize_models,
 )
 from evalnb.store import _schema
@@ -109,25 +112,28 @@ def test_a_store_from_a_newer_evalnb_is_refused(tmp_path):
 def test_migrations_run_in_order_on_open(tmp_path, monkeypatch):
     path = tmp_path / "s.sqlite"
     Store(path).close()
-    monkeypatch.setattr(_schema, "SCHEMA_VERSION", 2)
-    monkeypatch.setattr(_schema, "MIGRATIONS", {1: lambda conn: conn.execute("ALTER TABLE runs ADD COLUMN notes TEXT")})
+    nxt = SCHEMA_VERSION + 1
+    monkeypatch.setattr(_schema, "SCHEMA_VERSION", nxt)
+    monkeypatch.setattr(_schema, "MIGRATIONS", {**_schema.MIGRATIONS,
+                                                SCHEMA_VERSION: lambda conn: conn.execute("ALTER TABLE runs ADD COLUMN notes TEXT")})
     with Store(path) as s:
-        assert s.schema_version == 2
+        assert s.schema_version == nxt
         columns = {r[1] for r in s._conn.execute("PRAGMA table_info(runs)")}
         assert "notes" in columns
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(nxt),)
 
 
 def test_a_missing_migration_is_an_error_and_changes_nothing(tmp_path, monkeypatch):
     path = tmp_path / "s.sqlite"
     Store(path).close()
-    monkeypatch.setattr(_schema, "SCHEMA_VERSION", 3)
-    monkeypatch.setattr(_schema, "MIGRATIONS", {1: lambda conn: conn.execute("ALTER TABLE runs ADD COLUMN notes TEXT")})
-    with pytest.raises(EvalnbError, match="no migration from store schema version 2"):
+    monkeypatch.setattr(_schema, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
+    monkeypatch.setattr(_schema, "MIGRATIONS", {**_schema.MIGRATIONS,
+                                                SCHEMA_VERSION: lambda conn: conn.execute("ALTER TABLE runs ADD COLUMN notes TEXT")})
+    with pytest.raises(EvalnbError, match=f"no migration from store schema version {SCHEMA_VERSION + 1}"):
         Store(path)
-    with sqlite3.connect(path) as conn:  # rolled back: still version 1, no new column
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("1",)
+    with sqlite3.connect(path) as conn:  # rolled back: still the version it was, no new column
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
         assert "notes" not in {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
 
 
@@ -293,7 +299,84 @@ def test_samples_round_trip_every_field(store):
                       started_at=10, completed_at=20, created_at=5)
     assert store.write_samples([original], run_id=run_id) == 1
     [got] = store.samples(run_id)
-    assert got == {**original, "run_id": run_id}
+    assert got == {**original, "run_id": run_id, "epoch": 0}  # no epoch given: the first ask
+
+
+def test_epochs_of_one_item_are_separate_samples_in_key_order(store):
+    run_id = make_run(store)
+    store.write_samples([sample(0, epoch=1, output_text="second"), sample(0, output_text="first"),
+                         sample(1, epoch=2), sample(0, epoch=1, status="failed", output_text="again")], run_id=run_id)
+    got = store.samples(run_id)
+    assert [(s["sample_index"], s["epoch"]) for s in got] == [(0, 0), (0, 1), (1, 2)]
+    assert [s["output_text"] for s in got[:2]] == ["first", "again"]  # (item 0, epoch 1) was upserted
+    assert store.completed_keys(run_id) == {("qa", "m1", 0, 0), ("qa", "m1", 1, 2)}
+    # keyset paging walks the epoch too: pages of one row still give every sample once
+    assert [(s["sample_index"], s["epoch"]) for s in store.iter_samples(run_id, batch_size=1)] == [(0, 0), (0, 1), (1, 2)]
+    assert store.sample_columns(run_id, batch_size=1)["epoch"] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("epoch", [-1, 1.0, True, "1"])
+def test_a_bad_epoch_is_refused_naming_the_sample(store, epoch):
+    run_id = make_run(store)
+    with pytest.raises(ValueError, match=r"sample \(task_id='qa', model='m1', sample_index=0.*epoch must be an integer >= 0"):
+        store.write_samples([sample(0, epoch=epoch)], run_id=run_id)
+    assert store.samples(run_id) == []
+
+
+def test_epochs_are_part_of_the_run_record_and_its_signature(store):
+    store.save_suite("v1", MANIFEST)
+    one = store.create_run("v1", models=[{"name": "m1"}])
+    five = store.create_run("v1", models=[{"name": "m1"}], epochs=5)
+    assert store.get_run(one)["epochs"] == 1 and store.get_run(five)["epochs"] == 5
+    assert store.get_run(one)["signature"] != store.get_run(five)["signature"]
+    # epochs=1 leaves the signature as it was before epochs existed
+    assert store.get_run(one)["signature"] == run_signature("v1", [{"name": "m1", "base_url": None, "api": "responses",
+                                                                   "label": "m1"}], {}, None, None)
+    store.update_run(five, status="failed")
+    store.update_run(one, status="failed")
+    assert store.find_resumable_run("v1", models=[{"name": "m1"}], epochs=5) == five
+    assert store.find_resumable_run("v1", models=[{"name": "m1"}]) == one
+    with pytest.raises(ValueError, match="epochs must be an integer from 1 to 100"):
+        store.create_run("v1", models=[{"name": "m1"}], epochs=101)
+
+
+def test_a_schema_1_store_opens_with_its_samples_as_epoch_0(tmp_path):
+    """A store written before epochs existed: its samples and runs survive, as epoch 0 / 1 epoch."""
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    for statement in _schema._DDL_V1:
+        conn.execute(statement)
+    conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')")
+    conn.execute("INSERT INTO suites VALUES ('v1', ?, 0)", (json.dumps(MANIFEST),))
+    conn.execute("INSERT INTO runs (run_id, suite_version, status, models, generation, signature, created_at, updated_at)"
+                 " VALUES (?, 'v1', 'completed', ?, '{}', 'sig', 0, 0)",
+                 ("eval_run_" + "a" * 32, json.dumps([{"name": "m1", "label": "m1"}])))
+    for i in range(3):
+        conn.execute("INSERT INTO samples (run_id, task_id, model, sample_index, status, output_text, scores) "
+                     "VALUES (?, 'qa', 'm1', ?, 'completed', ?, ?)",
+                     ("eval_run_" + "a" * 32, i, f"out {i}", json.dumps({"accuracy": i % 2})))
+    conn.commit()
+    conn.close()
+    with Store(path) as s:
+        assert s.schema_version == SCHEMA_VERSION
+        run_id = "eval_run_" + "a" * 32
+        assert s.get_run(run_id)["epochs"] == 1
+        got = s.samples(run_id)
+        assert [(x["sample_index"], x["epoch"], x["output_text"]) for x in got] == [(0, 0, "out 0"), (1, 0, "out 1"),
+                                                                                  (2, 0, "out 2")]
+        s.write_samples([sample(0, epoch=1)], run_id=run_id)  # the new key is in force
+        assert len(s.samples(run_id)) == 4
+        assert s.integrity_check() == "ok"
+        index = s._conn.execute("SELECT sql FROM sqlite_master WHERE name = 'samples_by_status'").fetchone()[0]
+        assert "epoch" in index
+
+
+def test_epoch_keys_keep_epoch_0_and_give_every_later_epoch_its_own():
+    key = request_key("m", "http://h/v1", "chat", "Q?", {"temperature": 1})
+    keys = [epoch_request_key(key, e) for e in range(5)]
+    assert keys[0] == key  # caches from before epochs stay valid
+    assert len(set(keys)) == 5 and all(len(k) == 64 for k in keys)
+    assert epoch_request_key(key, 3) == keys[3]  # stable: raising K keeps the earlier epochs' keys
 
 
 def test_write_samples_is_an_upsert_that_keeps_absent_fields(store):
@@ -392,8 +475,8 @@ def test_completed_keys_are_what_a_resume_skips(store):
     run_id = make_run(store)
     store.write_samples([sample(0), sample(1, status="failed"), sample(2, status="scoring"),
                          sample(0, model="m2"), sample(0, task="math")], run_id=run_id)
-    assert store.completed_keys(run_id) == {("qa", "m1", 0), ("qa", "m2", 0), ("math", "m1", 0)}
-    assert store.completed_keys(run_id, statuses=["failed", "scoring"]) == {("qa", "m1", 1), ("qa", "m1", 2)}
+    assert store.completed_keys(run_id) == {("qa", "m1", 0, 0), ("qa", "m2", 0, 0), ("math", "m1", 0, 0)}
+    assert store.completed_keys(run_id, statuses=["failed", "scoring"]) == {("qa", "m1", 1, 0), ("qa", "m1", 2, 0)}
     assert store.completed_keys(make_run(store)) == set()
 
 
@@ -851,7 +934,7 @@ def test_readers_see_consistent_growing_data_while_a_process_writes(store):
                 run_id = runs["run_id"].iloc[0]
                 keys = reader.completed_keys(run_id)
                 counts.append(len(keys))
-                assert keys == {("qa", "m1", i) for i in range(len(keys))}  # always a committed prefix
+                assert keys == {("qa", "m1", i, 0) for i in range(len(keys))}  # always a committed prefix
             except AssertionError as exc:
                 errors.append(exc)
                 break
