@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["REDACTED", "is_secret_key", "model_secrets", "redact", "redact_url"]
+__all__ = ["REDACTED", "Redactor", "is_secret_key", "model_secrets", "redact", "redact_url"]
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 4  # shorter strings would mask ordinary words
@@ -30,6 +30,7 @@ _SECRET_KEY_SUFFIXES = ("_api_key", "_apikey", "_secret", "_password", "_access_
 
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
+_BEARER_MASK = r"\1" + REDACTED
 _SK = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
 
 
@@ -54,6 +55,52 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+class Redactor:
+    """The rule compiled for a set of known secrets; `add` more as a run learns them.
+
+    One per store (its writers share it): every text and JSON value written goes through
+    `text` or `value`. Swapping the compiled pattern is a single assignment, so a writer
+    thread may use it while another thread adds a secret.
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._known: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self.add(*secrets)
+
+    def add(self, *secrets: str) -> None:
+        new = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH} - self._known
+        if new:
+            self._known |= new
+            known = sorted(self._known, key=len, reverse=True)
+            self._pattern = re.compile("|".join(re.escape(s) for s in known))
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        return frozenset(self._known)
+
+    def text(self, text: str) -> str:
+        """`text` with known secrets, bearer tokens and ``sk-`` keys masked."""
+        pattern = self._pattern
+        if pattern is not None:
+            text = pattern.sub(REDACTED, text)
+        text = _BEARER.sub(_BEARER_MASK, text)
+        return _SK.sub(REDACTED, text) if "sk-" in text else text
+
+    def value(self, obj: Any) -> Any:
+        """A copy of JSON-like `obj` with `text` applied to every string and credential-named keys' values masked."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, Mapping):
+            return {
+                k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v is not None else self.value(v))
+                for k, v in obj.items()
+            }
+        if isinstance(obj, (list, tuple)):
+            return [self.value(v) for v in obj]
+        return obj
+
+
 def redact(obj: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of `obj` (a string or JSON-like data) with every secret masked (see the module).
 
@@ -61,29 +108,7 @@ def redact(obj: Any, secrets: Iterable[str] = ()) -> Any:
     of a string in `secrets` (the actual keys in use), a bearer token or an ``sk-`` key inside
     any string is replaced.
     """
-    known = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
-    pattern = re.compile("|".join(re.escape(s) for s in known)) if known else None
-    return _redact(obj, pattern)
-
-
-def _redact_text(text: str, pattern: re.Pattern[str] | None) -> str:
-    if pattern is not None:
-        text = pattern.sub(REDACTED, text)
-    text = _BEARER.sub(r"\1" + REDACTED, text)
-    return _SK.sub(REDACTED, text) if "sk-" in text else text
-
-
-def _redact(obj: Any, pattern: re.Pattern[str] | None) -> Any:
-    if isinstance(obj, str):
-        return _redact_text(obj, pattern)
-    if isinstance(obj, Mapping):
-        return {
-            k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v is not None else _redact(v, pattern))
-            for k, v in obj.items()
-        }
-    if isinstance(obj, (list, tuple)):
-        return [_redact(v, pattern) for v in obj]
-    return obj
+    return Redactor(secrets).value(obj)
 
 
 def model_secrets(model: Any) -> list[str]:

@@ -4,6 +4,9 @@ Manifests are shared files, so a ``data_files`` URL must not be able to make eva
 from the user's own machine or network (SSRF). Every spelling of an address that some
 parser accepts (``2130706433``, ``0x7f.1``, ``[::ffff:127.0.0.1]``, ``127。0。0。1`` ...) is
 decoded here, and host names are resolved: if any address is not public, the URL is refused.
+A download then connects to an address from that same lookup (``public_addresses``), never
+to whatever a second lookup would say. ``check_url_literal`` is the part that needs no
+lookup, which the manifest schema applies to every ``data_files`` URL.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from evalnb.errors import DatasetError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, "int | None", str], list[IPAddress]]  # (host, port, url) -> addresses
 
 _SHARED = ipaddress.IPv4Network("100.64.0.0/10")  # carrier-grade NAT; not is_private in 3.11
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
@@ -25,27 +30,55 @@ _NUMERIC_LABEL = re.compile(r"0x[0-9a-f]*|[0-9]+")
 _LOCAL_NAMES = ("localhost", "localhost.localdomain")
 
 
-def check_public_url(url: str, *, allow_private: bool = False) -> None:
+def check_public_url(url: str, *, allow_private: bool = False, resolver: Resolver | None = None) -> None:
     """Raise DatasetError unless ``url`` is http(s) and its host is public.
 
     ``allow_private`` skips the address check (scheme and syntax are still enforced); it
     exists for tests that serve data from 127.0.0.1 and is never set from a manifest.
     """
-    host, port, bracketed = _split_host(url)
     if allow_private:
+        _split_host(url)
         return
+    public_addresses(url, resolver=resolver)
+
+
+def check_url_literal(url: str) -> None:
+    """What can be refused without a DNS lookup: the syntax, and a host that is an unsafe
+    address in any spelling or a name for the local machine (``localhost``)."""
+    host, _, bracketed = _split_host(url)
     literal = _ip_literal(host, bracketed, url)
     if literal is not None:
         if not is_public_address(literal):
             raise DatasetError(f"URL {url!r}: host {host!r} is {_describe(literal)}; only public hosts are allowed")
-        return
-    if host in _LOCAL_NAMES or host.endswith(".localhost"):
+    elif host in _LOCAL_NAMES or host.endswith(".localhost"):
         raise DatasetError(f"URL {url!r}: host {host!r} is the local machine; only public hosts are allowed")
-    for address in _resolve(host, port, url):
-        if not is_public_address(address):
+
+
+def public_addresses(url: str, *, allow_private: bool = False, resolver: Resolver | None = None,
+                     allow: Callable[[IPAddress], bool] | None = None) -> tuple[str, int | None, list[IPAddress]]:
+    """(host, port, addresses) of ``url``, every address checked to be public.
+
+    The lookup a download connects by: the caller connects to one of exactly these
+    addresses, so a name that resolves differently a moment later (DNS rebinding) cannot
+    redirect the connection past the check. ``resolver(host, port, url)`` stands in for DNS
+    and ``allow`` for `is_public_address` in tests (which may only reach this machine).
+    """
+    host, port, bracketed = _split_host(url)
+    allowed = (lambda a: True) if allow_private else (allow or is_public_address)
+    literal = _ip_literal(host, bracketed, url)
+    if literal is not None:
+        if not allowed(literal):
+            raise DatasetError(f"URL {url!r}: host {host!r} is {_describe(literal)}; only public hosts are allowed")
+        return host, port, [literal]
+    if not allow_private and allow is None and (host in _LOCAL_NAMES or host.endswith(".localhost")):
+        raise DatasetError(f"URL {url!r}: host {host!r} is the local machine; only public hosts are allowed")
+    addresses = (resolver or _resolve)(host, port, url)
+    for address in addresses:
+        if not allowed(address):
             raise DatasetError(
                 f"URL {url!r}: host {host!r} resolves to {_describe(address)}; only public hosts are allowed"
             )
+    return host, port, addresses
 
 
 def is_public_address(address: IPAddress) -> bool:

@@ -31,7 +31,9 @@ from evalnb.providers.parse import (
 from evalnb.providers.pool import ClientPool
 from evalnb.providers.responses_compat import chat_to_responses, responses_to_chat
 from evalnb.providers.retry import DEFAULT_BASE_S, DEFAULT_CAP_S, is_retryable_status, next_delay
-from evalnb.redaction import redact
+from evalnb.redaction import MIN_SECRET_LENGTH, REDACTED, redact
+
+REDACTED_BYTES = REDACTED.encode()
 
 if TYPE_CHECKING:
     import httpx
@@ -215,6 +217,9 @@ class ModelClient:
                     timeout_s: float, max_retries: int, stats: _Stats) -> Any:
         headers = self.model.request_headers()
         secrets = self.model.secrets()
+        # A reply that quotes the key back (some proxies and error pages do) is masked before
+        # it is parsed: no output, grader, cache or store ever holds it.
+        mask = tuple(s.encode() for s in secrets if len(s) >= MIN_SECRET_LENGTH)
         if self.model.is_openai and not secrets:
             raise ProviderError(
                 f"{self.model.label}: no API key; set {self.model.key_env} or pass api_key=",
@@ -227,10 +232,10 @@ class ModelClient:
             token = await self.limit.acquire() if self.limit is not None else 0
             try:
                 if head is not None:
-                    result = await self._attempt_raw(route, head, payload, timeout_s, parse)
+                    result = await self._attempt_raw(route, head, payload, timeout_s, parse, mask)
                 else:
                     client = self.pool.client(self.model.base_url or "")
-                    result = await self._attempt(client, url, payload, headers, timeout_s, parse)
+                    result = await self._attempt(client, url, payload, headers, timeout_s, parse, mask)
             except BaseException:  # cancelled: free the slot, say nothing about the rate
                 if self.limit is not None:
                     self.limit.release(token, "error")
@@ -262,7 +267,7 @@ class ModelClient:
 
     async def _attempt(self, client: httpx.AsyncClient, url: str, payload: bytes,
                        headers: dict[str, str], timeout_s: float,
-                       parse: Callable[[Any], Any]) -> Any:
+                       parse: Callable[[Any], Any], mask: tuple[bytes, ...] = ()) -> Any:
         """One HTTP request: the parsed reply, or a `_Failure` saying whether to retry."""
         try:
             async with asyncio.timeout(timeout_s):
@@ -270,7 +275,7 @@ class ModelClient:
                                          headers={"Content-Type": "application/json", **headers})
         except Exception as exc:  # noqa: BLE001 - sorted into retryable or not below
             return _failure_from(exc, timeout_s)
-        return _outcome(resp.status_code, resp.reason_phrase, resp.headers, resp.content, parse)
+        return _outcome(resp.status_code, resp.reason_phrase, resp.headers, resp.content, parse, mask)
 
     def _route(self, path: str, headers: dict[str, str]) -> tuple[tuple | None, bytes | None]:
         """For plain-http servers, the pooled connections and the pre-encoded request head.
@@ -288,7 +293,7 @@ class ModelClient:
         return cached[1], cached[2]
 
     async def _attempt_raw(self, route: tuple, head: bytes, payload: bytes, timeout_s: float,
-                           parse: Callable[[Any], Any]) -> Any:
+                           parse: Callable[[Any], Any], mask: tuple[bytes, ...] = ()) -> Any:
         """`_attempt` for plain-``http://`` servers: the same request bytes and outcomes,
         sent through the pooled transport without httpx's per-request objects."""
         connections, host, port, _ = route
@@ -298,9 +303,9 @@ class ModelClient:
         except Exception as exc:  # noqa: BLE001 - sorted into retryable or not below
             return _failure_from(exc, timeout_s)
         if 200 <= status < 300:  # the hot path: the reply's headers are not needed
-            return _outcome(status, "", {}, data, parse)
+            return _outcome(status, "", {}, data, parse, mask)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
-        return _outcome(status, reason.decode("latin-1"), headers, data, parse)
+        return _outcome(status, reason.decode("latin-1"), headers, data, parse, mask)
 
     def _emit(self, kind: str, info: dict[str, Any]) -> None:
         if self.on_event is not None:
@@ -358,8 +363,15 @@ def _failure_from(exc: Exception, timeout_s: float) -> _Failure:
 
 
 def _outcome(status: int, reason: str, headers: Mapping[str, str], data: bytes,
-             parse: Callable[[Any], Any]) -> Any:
-    """A reply's parsed body, or the `_Failure` its status (or a bad body) stands for."""
+             parse: Callable[[Any], Any], mask: tuple[bytes, ...] = ()) -> Any:
+    """A reply's parsed body, or the `_Failure` its status (or a bad body) stands for.
+
+    Every secret in `mask` is replaced by "[redacted]" in the raw bytes first (a JSON string
+    stays valid: the mask has no quote or backslash).
+    """
+    for secret in mask:
+        if secret in data:
+            data = data.replace(secret, REDACTED_BYTES)
     if 200 <= status < 300:
         try:
             return parse(decode_json(data))

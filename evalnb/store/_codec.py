@@ -15,17 +15,21 @@ from functools import lru_cache
 from itertools import groupby
 from typing import Any, NamedTuple
 
+from evalnb.redaction import Redactor
+
 SAMPLE_STATUSES = ("queued", "generating", "scoring", "completed", "failed")
 FINISHED_SAMPLE_STATUSES = ("completed", "failed")
 
 _KEY_COLS = ("run_id", "task_id", "model", "sample_index", "epoch")
-_TEXT_FIELDS = ("target", "output_text", "extracted_output", "response_id", "request_key", "grader_key")
+_TEXT_FIELDS = ("target", "output_text", "extracted_output", "response_id")
+_KEY_FIELDS = ("request_key", "grader_key")  # hex digests: nothing to redact
 _JSON_FIELDS = ("scores", "judge", "error", "usage")
 _TIME_FIELDS = ("started_at", "completed_at")
-_SKIP, _TEXT, _JSON, _PROMPT, _ROW, _FLOAT, _TIME = range(7)
+_SKIP, _TEXT, _JSON, _PROMPT, _ROW, _FLOAT, _TIME, _KEY = range(8)
 _KINDS = {
     **dict.fromkeys(("run_id", "task_id", "model", "sample_index", "epoch", "status", "created_at"), _SKIP),
     **dict.fromkeys(_TEXT_FIELDS, _TEXT),
+    **dict.fromkeys(_KEY_FIELDS, _KEY),
     **dict.fromkeys(_JSON_FIELDS, _JSON),
     **dict.fromkeys(_TIME_FIELDS, _TIME),
     "prompt": _PROMPT,
@@ -127,11 +131,16 @@ class SampleEncoder:
     hashes and emits each text once and later ops just reference its digest. That memory is
     only valid for ops applied in order on one connection, so each writer owns an encoder and
     calls `reset()` whenever ops it produced were not written.
+
+    Every text and JSON value goes through `redactor.text` on its way in (JSON after
+    encoding: every string inside is covered, and a mask keeps the JSON valid). A stored
+    prompt or row keeps the digest of the text as it was, so reuse still recognises it.
     """
 
     _CACHE_LIMIT = 50_000
 
-    def __init__(self) -> None:
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        self._redact = (redactor or Redactor()).text
         self._prompts: dict[str, bytes] = {}
         # (run_id, task_id, sample_index) -> (the row object, its digest); hit only on the same object
         self._rows: dict[tuple[str, str, int], tuple[Any, bytes]] = {}
@@ -181,6 +190,7 @@ class SampleEncoder:
         if status not in SAMPLE_STATUSES:
             raise ValueError(f"{_where(s)}: status must be one of {', '.join(SAMPLE_STATUSES)}; got {status!r}")
         fields = _fields(tuple(s))
+        redact = self._redact
         vals: list[Any] = [rid, task_id, model, index, epoch, status]
         texts: list[tuple[bytes, str]] = []
         name = ""
@@ -188,11 +198,16 @@ class SampleEncoder:
             for name, kind in fields:
                 value = s[name]
                 if kind == _TEXT:
-                    if value is not None and type(value) is not str and not isinstance(value, str):
-                        raise TypeError(f"must be a string or None, got {type(value).__name__}")
+                    if value is not None:
+                        if type(value) is not str and not isinstance(value, str):
+                            raise TypeError(f"must be a string or None, got {type(value).__name__}")
+                        value = redact(value)
                 elif kind == _JSON:
                     if value is not None:
-                        value = to_json(value)
+                        value = redact(to_json(value))
+                elif kind == _KEY:
+                    if value is not None and type(value) is not str and not isinstance(value, str):
+                        raise TypeError(f"must be a string or None, got {type(value).__name__}")
                 elif kind == _PROMPT:
                     value = self._prompt_ref(value, texts)
                 elif kind == _ROW:
@@ -221,7 +236,7 @@ class SampleEncoder:
         digest = self._prompts.get(prompt)
         if digest is None:
             digest = text_hash(prompt)
-            texts.append((digest, prompt))
+            texts.append((digest, self._redact(prompt)))
             if len(self._prompts) >= self._CACHE_LIMIT:
                 self._prompts.clear()
             self._prompts[prompt] = digest
@@ -235,7 +250,7 @@ class SampleEncoder:
             return cached[1]
         body = to_json(row)
         digest = text_hash(body)
-        texts.append((digest, body))
+        texts.append((digest, self._redact(body)))
         if len(self._rows) >= self._CACHE_LIMIT:
             self._rows.clear()
         self._rows[key] = (row, digest)
@@ -250,7 +265,7 @@ _OUTPUT_SQL = (
 )
 
 
-def encode_output(o: Mapping[str, Any], now: int) -> Op | None:
+def encode_output(o: Mapping[str, Any], now: int, redactor: Redactor | None = None) -> Op | None:
     """A cache entry, or None for an output that must not be cached (it carries an error)."""
     if not isinstance(o, Mapping):
         raise TypeError(f"a cached output must be a dict, got {type(o).__name__}")
@@ -263,11 +278,13 @@ def encode_output(o: Mapping[str, Any], now: int) -> Op | None:
         raise ValueError(f"cached output {key[:12]}…: output_text must be a string (only successful outputs are cached)")
     usage = o.get("usage")
     latency = o.get("latency_s")
+    redact = (redactor or Redactor()).text
+    response_id = o.get("response_id")
     params = (
         key,
-        text,
-        None if usage is None else to_json(usage),
-        o.get("response_id"),
+        redact(text),
+        None if usage is None else redact(to_json(usage)),
+        None if response_id is None else redact(str(response_id)),
         None if latency is None else float(latency),
         int(o.get("created_at") or now),
     )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalnb.errors import EvalnbError
 from evalnb.store._codec import SAMPLE_STATUSES, from_json, to_json
-from evalnb.redaction import model_secrets, redact
+from evalnb.redaction import model_secrets
 from evalnb.store._keys import canonical_generation, canonical_json, run_signature, sanitize_models
 from evalnb.store._owner import current_owner, owner_alive
 
@@ -199,7 +199,7 @@ class RunRecords:
             self.save_suite(suite_version, manifest)
         elif not self.has_suite(suite_version):
             raise UnknownSuiteError(f"suite version {suite_version!r} is not stored; save_suite() it first")
-        gen = self._scrub(redact(canonical_generation(generation)))
+        gen = self._scrub(canonical_generation(generation))
         tasks = list(task_ids) if task_ids is not None else None
         if tasks is not None and (not tasks or not all(isinstance(t, str) and t for t in tasks)):
             raise ValueError("task_ids must be a non-empty list of task id strings (or None for all)")
@@ -207,7 +207,7 @@ class RunRecords:
             raise ValueError(f"max_samples must be a positive integer or None, got {max_samples!r}")
         if concurrency is not None:
             check_concurrency(concurrency)
-        meta = self._scrub(redact(check_metadata(metadata)))
+        meta = self._scrub(check_metadata(metadata))
         check_run_status(status)
         check_epochs(epochs)
         run_id = run_id or new_run_id()
@@ -259,7 +259,7 @@ class RunRecords:
         if "error" in fields:
             sets["error"] = self._scrub(error_text(fields["error"]))
         if "metadata" in fields:
-            sets["metadata"] = to_json(self._scrub(redact(check_metadata(fields["metadata"]))))
+            sets["metadata"] = to_json(self._scrub(check_metadata(fields["metadata"])))
         if "summary" in fields:
             sets["summary"] = None if fields["summary"] is None else to_json(self._scrub(fields["summary"]))
         if "concurrency" in fields:
@@ -424,7 +424,7 @@ class RunRecords:
         process is gone. A run still executing (in another live process, or in this one) is
         never returned. Arguments are the same as `create_run`'s.
         """
-        gen = self._scrub(redact(canonical_generation(generation)))
+        gen = self._scrub(canonical_generation(generation))
         signature = run_signature(
             suite_version, sanitize_models(models), gen,
             list(task_ids) if task_ids is not None else None, max_samples, judge_model, embedding_model,

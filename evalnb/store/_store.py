@@ -23,7 +23,7 @@ from evalnb.store._codec import (
     to_json,
     write_ops,
 )
-from evalnb.redaction import redact
+from evalnb.redaction import Redactor
 from evalnb.store._keys import canonical_json
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
@@ -56,8 +56,8 @@ class Store(RunRecords, GradeReuse):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._timeout = timeout
         self._lock = threading.RLock()
-        self._secrets: set[str] = set()
-        self._encoder = SampleEncoder()
+        self._redactor = Redactor()  # shared with this store's writers
+        self._encoder = SampleEncoder(self._redactor)
         self._conn = self._connect()
         try:
             self.schema_version = ensure_schema(self._conn)
@@ -115,11 +115,12 @@ class Store(RunRecords, GradeReuse):
         return "\n".join(str(r[0]) for r in self._rows("PRAGMA integrity_check"))
 
     def add_secrets(self, *secrets: str) -> None:
-        """Strings that must never be written: they are masked in run and sample errors."""
-        self._secrets.update(s for s in secrets if isinstance(s, str) and len(s) >= 4)
+        """Strings that must never be written: masked wherever they appear in anything stored."""
+        self._redactor.add(*secrets)
 
     def _scrub(self, value: Any) -> Any:
-        return redact(value, self._secrets) if self._secrets and value else value
+        """Run records (arguments, metadata, summary, errors): masked like everything else."""
+        return self._redactor.value(value) if value else value
 
     # ---- suites -----------------------------------------------------------------------------
     def save_suite(self, version: str, manifest: Mapping[str, Any]) -> str:
@@ -162,15 +163,6 @@ class Store(RunRecords, GradeReuse):
         return dropped
 
     # ---- samples ----------------------------------------------------------------------------
-    def _scrub_sample(self, sample: Mapping[str, Any]) -> Mapping[str, Any]:
-        """Mask known secrets in a sample's error (errors may quote a request); other fields pass."""
-        if self._secrets and isinstance(sample, Mapping) and sample.get("error"):
-            error = sample["error"]
-            if isinstance(error, BaseException):
-                error = {"type": type(error).__name__, "message": str(error)}
-            return {**sample, "error": redact(error, self._secrets)}
-        return sample
-
     def write_samples(self, samples: Iterable[Mapping[str, Any]], *, run_id: str | None = None) -> int:
         """UPSERT samples in one transaction; returns how many. See `StoreWriter` for the hot path.
 
@@ -179,7 +171,7 @@ class Store(RunRecords, GradeReuse):
         """
         with self._lock:
             self._check_open()
-            ops = self._encoder.encode_many((self._scrub_sample(s) for s in samples), run_id, _now())
+            ops = self._encoder.encode_many(samples, run_id, _now())
             try:
                 return write_ops(self._conn, ops)
             except BaseException:
@@ -188,7 +180,7 @@ class Store(RunRecords, GradeReuse):
 
     def writer(self, run_id: str | None = None, **options: Any) -> StoreWriter:
         """A group-committing background writer on its own connection (see `StoreWriter`)."""
-        return StoreWriter(self._connect, self._scrub_sample, run_id=run_id, **options)
+        return StoreWriter(self._connect, self._redactor, run_id=run_id, **options)
 
     def sample_columns(self, run_id: str, *, batch_size: int = 5000) -> dict[str, list[Any]]:
         """Every sample of a run as columns (field -> list, in `iter_samples` order), JSON decoded.
@@ -301,7 +293,7 @@ class Store(RunRecords, GradeReuse):
     def put_outputs(self, outputs: Iterable[Mapping[str, Any]]) -> int:
         """Cache successful outputs (latest wins); entries with an `error` are skipped. Returns how many were stored."""
         now = _now()
-        ops = [op for op in (encode_output(o, now) for o in outputs) if op is not None]
+        ops = [op for op in (encode_output(o, now, self._redactor) for o in outputs) if op is not None]
         with self._lock:
             self._check_open()
             return write_ops(self._conn, ops)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from evalnb.errors import EvalnbError
+from evalnb.redaction import Redactor
 from evalnb.store._codec import Op, SampleEncoder, encode_output, write_ops
 
 
@@ -44,7 +45,7 @@ class StoreWriter:
     def __init__(
         self,
         connect: Callable[[], sqlite3.Connection],
-        scrub: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+        redactor: Redactor,
         *,
         run_id: str | None = None,
         interval_s: float = 0.05,
@@ -67,9 +68,9 @@ class StoreWriter:
         self._error_reported = False
         self._closing = False
         self._closed = False
-        self._encoder = SampleEncoder()
+        self._redactor = redactor
+        self._encoder = SampleEncoder(redactor)
         self._encode_lock = threading.Lock()  # encode + enqueue in one step: queue order = encoder's memory order
-        self._scrub = scrub
         self._conn = connect()
         self.checkpointed: threading.Thread | None = None  # set by close(): the background checkpoint
         self._thread = threading.Thread(target=self._loop, name="evalnb-store-writer", daemon=True)
@@ -80,18 +81,17 @@ class StoreWriter:
     def add(self, sample: Mapping[str, Any]) -> None:
         """Queue one sample (UPSERT); validation errors raise here, on the caller's thread."""
         with self._encode_lock:
-            self._enqueue([self._encoder.encode(self._scrub(sample), self.run_id, int(time.time()))])
+            self._enqueue([self._encoder.encode(sample, self.run_id, int(time.time()))])
 
     def add_samples(self, samples: Iterable[Mapping[str, Any]]) -> None:
         """Queue several samples; if any is malformed, none is queued."""
-        scrub = self._scrub
         with self._encode_lock:
-            self._enqueue(self._encoder.encode_many((scrub(s) for s in samples), self.run_id, int(time.time())))
+            self._enqueue(self._encoder.encode_many(samples, self.run_id, int(time.time())))
 
     def put_outputs(self, outputs: Iterable[Mapping[str, Any]]) -> None:
         """Queue output-cache entries; entries carrying an `error` are skipped."""
         now = int(time.time())
-        ops = [op for op in (encode_output(o, now) for o in outputs) if op is not None]
+        ops = [op for op in (encode_output(o, now, self._redactor) for o in outputs) if op is not None]
         with self._encode_lock:
             self._enqueue(ops)
 

@@ -11,8 +11,9 @@
   form is explicit. ``HuggingFaceDataset.split`` built directly in Python may stay ``None``: the
   loader's ``default_split`` then applies.
 - **Builder mode.** ``path`` ``"json"``/``"csv"`` needs ``data_files`` (top level or in
-  ``dataset_kwargs``), whose values must be http(s) URLs with a host. Whether a host is public is
-  checked when rows are loaded (``evalnb.data.urls``), not here.
+  ``dataset_kwargs``), whose values must be http(s) URLs with a host. A host that is an unsafe
+  address in any spelling (loopback, private, link-local, reserved) or ``localhost`` is refused
+  here; host names are resolved and checked when rows are loaded (``evalnb.data.urls``).
 """
 
 from __future__ import annotations
@@ -109,6 +110,9 @@ class HuggingFaceDataset(ManifestModel):
             if bad:
                 msg = f"builder data_files must be http(s) URLs (found {show_value(bad[0])})"
                 problems.append(problem(loc, "url_scheme", msg))
+                continue
+            for where, message in _unsafe_hosts(files):
+                problems.append(problem((*loc, *where), "url_host", message))
         return problems
 
 
@@ -152,6 +156,34 @@ def with_split(dataset: Any, split: str) -> Any:
     if dataset_kind(dataset) != "huggingface" or not isinstance(dataset, dict):
         return dataset
     return dataset if dataset.get("split") is not None else {**dataset, "split": split}
+
+
+def _unsafe_hosts(files: Any) -> list[tuple[tuple[str | int, ...], str]]:
+    """(location under data_files, message) for each URL whose host is refused without DNS:
+    loopback, private, link-local or reserved addresses in any spelling, and ``localhost``.
+    Host names are resolved and checked again when rows are loaded."""
+    from evalnb.data.urls import check_url_literal
+    from evalnb.errors import DatasetError
+
+    entries: list[tuple[tuple[str | int, ...], Any]] = []
+    if isinstance(files, dict):
+        for split, value in files.items():
+            if isinstance(value, list):
+                entries += [((split, i), v) for i, v in enumerate(value)]
+            else:
+                entries.append(((split,), value))
+    elif isinstance(files, list):
+        entries = [((i,), v) for i, v in enumerate(files)]
+    elif files is not None:
+        entries = [((), files)]
+    found = []
+    for where, url in entries:
+        if isinstance(url, str):
+            try:
+                check_url_literal(url)
+            except DatasetError as exc:
+                found.append((where, str(exc)))
+    return found
 
 
 def _non_http_urls(files: Any) -> list[Any]:

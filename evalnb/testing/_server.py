@@ -64,6 +64,8 @@ class LocalModelServer:
     ``embedder(texts) -> vectors`` if given, else deterministic hash vectors
     (``embedding_dim`` long unless the request asks for ``dimensions``). ``record=False``
     stops keeping `requests` (for long benchmarks); ``request_count`` still counts.
+    ``echo_headers`` (e.g. ``["authorization"]``) appends those request headers to every
+    answer, as a misbehaving proxy would.
 
     >>> with LocalModelServer({"capital of France": "Paris"}) as server:
     ...     url = server.base_url          # "http://127.0.0.1:<port>/v1"
@@ -83,6 +85,7 @@ class LocalModelServer:
         seed: int = 0,
         port: int = 0,
         record: bool = True,
+        echo_headers: Sequence[str] = (),
     ):
         if responder is not None and not callable(responder) and not isinstance(responder, Mapping):
             raise TypeError("responder must be a dict of prompt substring -> answer, or a callable")
@@ -96,6 +99,9 @@ class LocalModelServer:
         self.model = model
         self._seed = seed
         self.record = record
+        # like a proxy or debug page that quotes the request back: these headers' values are
+        # appended to every answer (tests of what happens to an echoed key)
+        self.echo_headers = tuple(h.lower() for h in echo_headers)
         self._requested_port = port
         self._schedule = FaultSchedule(faults)
         self._thread: threading.Thread | None = None
@@ -303,6 +309,8 @@ class LocalModelServer:
                 return 500, _json(replies.error_reply(500, msg, "server_error")), {}
             if isinstance(answer, Fault):
                 fault, answer = answer, None
+            elif self.echo_headers and isinstance(answer, str):
+                answer += "".join(f"\n{h}: {req.headers.get(h, '')}" for h in self.echo_headers)
         delay = pick_latency(self.latency, self._rng)
 
         def normal() -> bytes | tuple[bytes, dict[str, str]]:

@@ -256,10 +256,15 @@ def test_is_public_address_edges(address, public):
 # --- redirects: every hop is re-checked (httpx MockTransport stands in for the remote server)
 
 
-def _transport(routes: dict[str, httpx.Response], seen: list[str]) -> httpx.MockTransport:
+def _transport(routes: dict[str, httpx.Response], seen: list[str], connected: list[str] | None = None
+               ) -> httpx.MockTransport:
+    """Routes by the URL as named (Host header): the request itself goes to the checked IP."""
     def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(str(request.url))
-        return routes[str(request.url)]
+        named = f"{request.url.scheme}://{request.headers['host']}{request.url.raw_path.decode()}"
+        seen.append(named)
+        if connected is not None:
+            connected.append(request.url.host)
+        return routes[named]
 
     return httpx.MockTransport(handler)
 

@@ -940,3 +940,32 @@ def test_items_delegates_to_prepare(tmp_path):
     suite = Suite.from_dict(make_suite(make_task(dataset={"path": "rows.jsonl"}, target_template="{{a}}")), base_dir=tmp_path)
     items = suite.items("t", limit=1)
     assert [(i.prompt, i.target) for i in items] == [("Q: 2+2", "4")]
+
+
+# ---- data_files hosts refused before any row is loaded ---------------------------------------
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/x.jsonl", "http://2130706433/x.jsonl", "http://0x7f.1/x.jsonl",
+        "http://localhost:8000/x.jsonl", "http://api.localhost/x.jsonl", "https://10.1.2.3/x.jsonl",
+        "http://169.254.169.254/latest/meta-data", "http://[::1]/x", "http://[::ffff:192.168.0.1]/x",
+        "http://127。0。0。1/x", "http://0/x", "http://[fe80::1]/x",
+    ],
+)
+def test_a_data_files_url_on_an_unsafe_host_is_refused_naming_the_field(url):
+    dataset = {"path": "json", "data_files": {"train": "https://hub.example/ok.jsonl", "test": url}}
+    errors = errors_of(make_suite(make_task(dataset=dataset)))
+    assert list(errors) == ["tasks[0].dataset.data_files.test"], errors
+    assert "only public hosts are allowed" in errors["tasks[0].dataset.data_files.test"]
+
+
+def test_unsafe_hosts_are_found_in_lists_and_in_dataset_kwargs():
+    dataset = {"path": "csv", "dataset_kwargs": {"data_files": ["https://hub.example/a.csv", "http://10.0.0.1/b.csv"]}}
+    errors = errors_of(make_suite(make_task(dataset=dataset)))
+    assert list(errors) == ["tasks[0].dataset.dataset_kwargs.data_files[1]"], errors
+
+
+def test_a_public_host_name_passes_the_schema_it_is_resolved_at_load():
+    dataset = {"path": "json", "data_files": "https://huggingface.example/d/x.jsonl"}
+    suite = Suite.from_dict(make_suite(make_task(dataset=dataset)))
+    assert suite.tasks[0].dataset.data_files == "https://huggingface.example/d/x.jsonl"
