@@ -97,8 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     _global_options(common, suppress=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("validate", parents=[common], help="check a manifest and list every problem")
+    p = sub.add_parser("validate", parents=[common],
+                       help="check a manifest, its data and its code; list every problem a run would hit")
     p.add_argument("file", help="suite manifest (.json, .yaml, .yml)")
+    p.add_argument("--schema-only", action="store_true",
+                   help="check the manifest alone: read no rows, load no code")
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("preview", parents=[common], help="show the prompt, target and row of an item")
@@ -213,9 +216,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from evalnb.suite.manifest import dataset_kind
 
     suite = _load_suite(args.file)
+    problems = [] if args.schema_only else suite.validate()
+    if problems:
+        noun = "problem" if len(problems) == 1 else "problems"
+        raise CliError("\n".join([f"{args.file}: a run would fail ({len(problems)} {noun})", *map(str, problems)]))
     tasks = ", ".join(f"{t.id} ({t.type}, {dataset_kind(t.dataset)} dataset)" for t in suite.tasks)
     noun = "task" if len(suite.tasks) == 1 else "tasks"
-    print(f"{args.file}: valid; suite version {suite.version[:12]}; {len(suite.tasks)} {noun}: {tasks}")
+    scope = " (schema only)" if args.schema_only else ""
+    print(f"{args.file}: valid{scope}; suite version {suite.version[:12]}; {len(suite.tasks)} {noun}: {tasks}")
     return 0
 
 

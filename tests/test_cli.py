@@ -161,15 +161,33 @@ def test_validate_prints_a_one_line_summary(suite_file, capsys):
     assert "arith (qa, local dataset)" in out and "echo (classification, local dataset)" in out
 
 
-def test_validate_reads_yaml_with_a_huggingface_dataset(env, capsys):
+def test_validate_schema_only_reads_yaml_with_a_huggingface_dataset_without_loading_it(env, capsys):
     path = env / "s.yaml"
     path.write_text(
         "tasks:\n  - id: hf\n    type: multiple_choice\n    dataset: {path: facebook/belebele, name: eng_Latn}\n"
         "    prompt_template: '{{question}}'\n    grader: {source: 'def grade(s, i): return 1'}\n"
     )
-    code, out, _ = _run(capsys, "validate", path)
+    code, out, _ = _run(capsys, "validate", "--schema-only", path)  # no rows read: no network
     assert code == 0
-    assert "1 task: hf (multiple_choice, huggingface dataset)" in out
+    assert "valid (schema only)" in out and "1 task: hf (multiple_choice, huggingface dataset)" in out
+
+
+def test_validate_catches_a_misspelt_field_a_broken_grader_and_a_missing_file(env, capsys):
+    manifest = _suite_dict()
+    manifest["tasks"][0]["prompt_template"] = "Q: {{question}}\nA:"
+    manifest["tasks"][1]["grader"] = {"source": "def grade(sample, item):\n    return (\n"}
+    manifest["tasks"].append({**manifest["tasks"][1], "id": "gone", "dataset": {"path": "data/gone.jsonl"},
+                              "grader": graders.spec("exact_match")})
+    path = _write_suite(env, manifest)
+    assert evalnb.Suite.from_file(path)  # the schema is fine: only the data and the code are not
+    code, out, err = _run(capsys, "validate", path)
+    assert code == 1 and out == ""
+    assert err.splitlines() == [
+        f"evalnb: {path}: a run would fail (3 problems)",
+        "task 'arith' (tasks[0]).prompt_template: field 'question' is in no row; fields are: q, a",
+        "task 'echo' (tasks[1]).grader: the grader failed to load: SyntaxError: '(' was never closed (line 2)",
+        f"task 'gone' (tasks[2]).dataset: dataset file not found: {env / 'data' / 'gone.jsonl'}",
+    ]
 
 
 def test_validate_lists_every_problem_and_exits_1(env, capsys):

@@ -457,6 +457,7 @@ class RunEngine(GradingPipeline):
             "sample_index": item.index,
             "epoch": epoch,
             "prompt": item.prompt,
+            "prompt_text": item.question,
             "target": item.target,
             "dataset_row": item.row,
             "output_text": None,
@@ -467,6 +468,7 @@ class RunEngine(GradingPipeline):
             "scores": {},
             "judge": None,
             "error": None,
+            "log": None,
             "status": "scoring",
         }
         if output is not None:

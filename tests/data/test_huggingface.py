@@ -268,8 +268,11 @@ def test_bad_paths(tmp_path, path, message):
 
 
 def test_a_file_with_hugging_face_fields_is_refused(folder):
-    with pytest.raises(DatasetError, match="is a file; give a dataset folder or hub id"):
+    with pytest.raises(DatasetError, match="task 't': 'ds/data/test.jsonl' is a local file, but split made"):
         load_rows({"path": "ds/data/test.jsonl", "split": "test"}, base_dir=folder.parent, task_id="t")
+    with pytest.raises(DatasetError, match="but max_rows made the dataset a Hugging Face one; a local file "
+                                           "takes only path, format and encoding"):
+        load_rows({"path": "ds/data/test.jsonl", "split": "test", "max_rows": 3}, base_dir=folder.parent, task_id="t")
 
 
 def test_missing_hub_dataset_is_a_dataset_error(tmp_path):
