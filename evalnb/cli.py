@@ -132,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key-env", metavar="VAR",
                    help="read every model's key from $VAR (default: OPENAI_API_KEY for OpenAI hosts, "
                         "no key for other servers)")
+    p.add_argument("--name", metavar="TEXT", help='a name for the run, shown by `evalnb runs` (e.g. "v2: neutral defined")')
     p.add_argument("--no-reuse", action="store_true", help="call the models again instead of reusing stored outputs")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -287,6 +288,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         suite, models, generation=args.generation, concurrency=args.concurrency, task_ids=args.task,
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
         reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
+        name=args.name,
     )
     return _finish(result, args)
 
@@ -371,11 +373,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     more = bool(args.limit) and len(frame) > args.limit
     rows = [
-        [r["run_id"], r["status"], r["created_at"].strftime("%Y-%m-%d %H:%M:%S"), r["models"],
-         str(r["n_samples"]), str(r["n_failed"])]
+        [r["run_id"], r["status"], r["created_at"].strftime("%Y-%m-%d %H:%M:%S"), str(r["suite_version"])[:12],
+         r["models"], str(r["n_samples"]), str(r["n_failed"]), r["name"] or ""]
         for r in frame.head(args.limit or None).to_dict("records")
     ]
-    print("\n".join(_table(["run_id", "status", "created (UTC)", "models", "samples", "failed"], rows, right={4, 5})))
+    headers = ["run_id", "status", "created (UTC)", "suite", "models", "samples", "failed", "name"]
+    print("\n".join(_table(headers, rows, right={5, 6})))
     if more:
         _err(f"showing the newest {args.limit}; --limit 0 lists all")
     return 0
@@ -391,6 +394,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         counts = run.get("counts") or {}
         head = [
             ["run", str(result.run_id)],
+            *([["name", result.name]] if result.name else []),
             ["status", f"{result.status} ({counts.get('total', 0)} samples, {counts.get('failed', 0)} failed)"],
             ["suite", str(run.get("suite_version") or "")[:12]],
             ["models", ", ".join(result.models)],
@@ -501,19 +505,25 @@ def _find_run(store: Store, ref: str) -> str:
 
 def _print_metrics(result: RunResult) -> None:
     metrics = result.metrics
-    rows, errors = [], {}
+    rows, errors, missing = [], {}, {}
     for r in metrics.to_dict("records"):
         ci = f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]" if not math.isnan(r["ci_low"]) else "-"
-        rows.append([r["task_id"], r["model"], r["metric"], str(r["n"]), str(r["n_failed"]), _num(r["mean"]), ci])
+        rows.append([r["task_id"], r["model"], r["metric"], str(r["n"]), str(r["n_failed"]), str(r["n_unscored"]),
+                     _num(r["mean"]), ci])
         if not _missing(r.get("error")):
             errors[(r["task_id"], r["model"])] = r["error"]
+        if r["n_missing_field"]:
+            missing[(r["task_id"], r["model"])] = r["n_missing_field"]
     if rows:
-        headers = ["task", "model", "metric", "n", "n_failed", "mean", "95% CI"]
-        print("\n".join(_table(headers, rows, right={3, 4, 5})))
+        headers = ["task", "model", "metric", "n", "n_failed", "n_unscored", "mean", "95% CI"]
+        print("\n".join(_table(headers, rows, right={3, 4, 5, 6})))
     else:
         print("(no metrics)")
     for (task, model), error in errors.items():
         print(f"error: task {task}, model {model}: {_one_line(error)}")
+    for (task, model), n in missing.items():
+        print(f"note: task {task}, model {model}: {n} prompt(s) had a template field their row lacks "
+              '(rendered as ""; n_missing_field)')
 
 
 def _print_samples(result: RunResult, *, failed_only: bool, limit: int) -> None:
@@ -544,6 +554,10 @@ def _print_samples(result: RunResult, *, failed_only: bool, limit: int) -> None:
     print("\n".join(line[:width] for line in _table(headers, rows, right={2}, width=width, flexible=(4, 5, 6))))
     if total > len(rows):
         print(f"({total - len(rows)} more; --limit 0 shows all)")
+    for r in frame.to_dict("records"):  # what the grader printed for a failed sample, whole
+        if r["status"] == "failed" and not _missing(r.get("log")) and r.get("log"):
+            print(f"\n--- grader output of {r['task_id']} / {r['model']} #{r['sample_index']} ---")
+            print(r["log"], end="" if r["log"].endswith("\n") else "\n")
 
 
 def _table(

@@ -37,7 +37,9 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
     ``metadata``, ``reuse`` (default True: reuse stored outputs), ``allow_network`` (True or
     task ids whose graders and preprocessors may use the network; default: none may),
     ``progress`` (True / False / "text"), ``store`` (an `evalnb.store.Store`; default: the
-    evalnb home). All but ``progress`` and ``store`` are stored with the run; `resume` uses them.
+    evalnb home), ``name`` (a label shown by `evalnb.runs()` and ``evalnb runs``, e.g. "v2:
+    neutral defined"). All but ``progress``, ``store`` and ``name`` are stored with the run;
+    `resume` uses them (the name is stored as the run's name).
     Interrupting (Ctrl-C, the notebook's interrupt button) keeps every finished sample and
     returns a partial result with status ``cancelled``. The panel's Stop button does the same
     for a run the kernel is not blocked on: ``task = asyncio.ensure_future(evalnb.arun(...))``,
@@ -63,6 +65,7 @@ async def arun(
     progress: bool | str | None = None,
     store: Any = None,
     epochs: int = 1,
+    name: str | None = None,
 ) -> "RunResult":
     """The async form of `run`: ``result = await evalnb.arun(suite, models=[...])``."""
     check_mode(progress)
@@ -80,6 +83,7 @@ async def arun(
         reuse=reuse,
         epochs=epochs,
         allow_network=allow_network,
+        name=name,
     )
     return await RunEngine(plan, store=store, progress=progress).execute()
 
@@ -153,17 +157,22 @@ def stored_options(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def runs(store: Any = None) -> "pd.DataFrame":
-    """Every stored run, newest first, as a DataFrame."""
+    """Every stored run, newest first, as a DataFrame (run_id, name, suite_version, status, ...)."""
     from evalnb.store import Store
 
     return (store or Store()).list_runs()
 
 
 def load_run(run_id: str, store: Any = None) -> "RunResult":
-    """A stored run's `RunResult` (finished or not)."""
+    """A stored run's `RunResult` (finished or not); ``"latest"`` is the newest run."""
     from evalnb.results.run_result import RunResult
-    from evalnb.store import Store
+    from evalnb.store import Store, UnknownRunError
 
     store = store or Store()
+    if run_id == "latest":
+        latest = store.latest_run_id()
+        if latest is None:
+            raise UnknownRunError(f"no runs in {store.path} yet, so there is no 'latest' run")
+        run_id = latest
     store.get_run(run_id)  # a clear error for an unknown id
     return RunResult(store, run_id)
