@@ -284,13 +284,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     judge = _model(args.judge_model, args, "judge_model") if args.judge_model else None
     embedding = _model(args.embedding_model, args, "embedding_model") if args.embedding_model else None
     _check_keys([m for m in (*models, judge, embedding) if m is not None])
-    result = run(
+    return _finish(_interruptible(lambda: run(
         suite, models, generation=args.generation, concurrency=args.concurrency, task_ids=args.task,
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
         reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
         name=args.name,
-    )
-    return _finish(result, args)
+    )), args)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -298,13 +297,25 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     with _open_store() as store:
         run_id = _find_run(store, args.run_id)
-    result = resume(run_id, concurrency=args.concurrency, force=args.force,
-                    progress=False if args.no_progress else "text")
-    return _finish(result, args)
+    return _finish(_interruptible(lambda: resume(run_id, concurrency=args.concurrency, force=args.force,
+                                                 progress=False if args.no_progress else "text")), args)
 
 
-def _finish(result: RunResult, args: argparse.Namespace) -> int:
-    """Print a finished run's metrics and outcome; the exit code says how it went."""
+def _interruptible(start: Any) -> tuple[RunResult, BaseException | None]:
+    """The run's result, or — Ctrl-C: the run saved what finished — that partial run and the interrupt."""
+    from evalnb.runner.api import load_run
+
+    try:
+        return start(), None
+    except KeyboardInterrupt as stopped:
+        if getattr(stopped, "run_id", None) is None:
+            raise
+        return load_run(stopped.run_id), stopped
+
+
+def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Namespace) -> int:
+    """Print a finished (or interrupted) run's metrics and outcome; the exit code says how it went."""
+    result, interrupted = outcome
     _print_metrics(result)
     if result.epochs > 1:
         print(f"epochs: {result.epochs} (n counts items; an item's score is its mean over its epochs)")
@@ -315,6 +326,9 @@ def _finish(result: RunResult, args: argparse.Namespace) -> int:
         _err(f"run error: {result.run['error']}")
     if failed:
         _report_failures(result, failed)
+    if interrupted is not None:
+        _err(f"interrupted: {interrupted}; `evalnb resume {result.run_id}` (or the same `evalnb run`) continues it")
+        return 130
     if result.status == "cancelled":
         return 130
     if result.status != "completed" or (failed and not args.allow_failures):

@@ -50,3 +50,4 @@ class ProviderError(EvalnbError):
 
 class MissingFieldWarning(UserWarning):
     """A template names a field that none of a task's rows has: every prompt renders it as ""."""
+

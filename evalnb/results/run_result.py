@@ -218,6 +218,7 @@ class RunResult:
         self._store = store if isinstance(store, Store) else Store(store)
         self._run_id = run_id
         self._sample_source: Iterable[Mapping[str, Any]] | None = None
+        self.interrupted = False  # set by the run that made it: stopped by Ctrl-C / a cancelled task
         self._load()
 
     @classmethod
@@ -232,6 +233,7 @@ class RunResult:
         """A result built from sample dicts (the store's shape); without a manifest every score
         key becomes a metric (mean, higher is better)."""
         self = cls.__new__(cls)
+        self.interrupted = False
         self._store = None
         self._run = dict(run or {})
         self._run_id = self._run.get("run_id")

@@ -69,6 +69,7 @@ class RunEngine(GradingPipeline):
         self._grading: set[asyncio.Task] = set()
         # generated samples waiting for (or in) a per-sample grader, by (task, model, index, epoch)
         self._ungraded: dict[tuple[str, str, int, int], dict] = {}
+        self.interrupted = False  # cancelled from outside (Ctrl-C, task.cancel()), not by Stop
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def execute(self) -> "RunResult":
@@ -110,6 +111,7 @@ class RunEngine(GradingPipeline):
                 error = "; ".join(f"task {t!r}: {m}" for t, m in self.task_errors.items())
         except (asyncio.CancelledError, KeyboardInterrupt):
             status = "cancelled"
+            self.interrupted = not self.progress.stop_requested  # not the panel's Stop button
             current = asyncio.current_task()
             if current is not None:
                 while current.uncancel():
@@ -122,7 +124,9 @@ class RunEngine(GradingPipeline):
             await self._shutdown(ticker, warm, status, error)
         except asyncio.CancelledError:
             pass  # interrupted while closing: samples and status are saved already (see _shutdown)
-        return RunResult(store, self.run_id)
+        result = RunResult(store, self.run_id)
+        result.interrupted = self.interrupted  # evalnb.run / resume then raise KeyboardInterrupt
+        return result
 
     def _open_run(self) -> None:
         plan, store = self.plan, self.store
