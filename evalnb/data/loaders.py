@@ -89,7 +89,9 @@ def _load_file_store(dataset: Any, task_id: str, limit: int | None) -> list[dict
         filename = files.info(file_id)["filename"]
     except DatasetError as exc:
         raise DatasetError(f"task {task_id!r}: {exc}") from None
-    return read_file(path, fmt, source=f"task {task_id!r}: {filename} ({file_id})", limit=limit)
+    return read_file(path, fmt, source=f"task {task_id!r}: {filename} ({file_id})", limit=limit,
+                     hint="uploaded files are read as UTF-8: convert it and upload it again, or read it "
+                          "as a local file with {path: ..., encoding: ...}")
 
 
 def _load_local(dataset: Any, base_dir: Path | None, task_id: str, limit: int | None) -> list[dict]:
@@ -105,7 +107,12 @@ def _load_local(dataset: Any, base_dir: Path | None, task_id: str, limit: int | 
     fmt = _get(dataset, "format") or infer_format(path.name)
     if fmt is None:
         raise DatasetError(f"task {task_id!r}: cannot infer the format of {given!r}; set format to 'jsonl' or 'csv'")
-    return read_file(path, fmt, source=f"task {task_id!r}: {given}", limit=limit)
+    encoding = _get(dataset, "encoding")
+    try:
+        return read_file(path, fmt, source=f"task {task_id!r}: {given}", limit=limit, encoding=encoding,
+                         hint="if the file is in another encoding, name it in the dataset (e.g. encoding: latin-1)")
+    except LookupError:
+        raise DatasetError(f"task {task_id!r}: {given}: unknown encoding {encoding!r}") from None
 
 
 def _refuse_file_as_huggingface(dataset: Any, base_dir: Path | None, task_id: str) -> None:

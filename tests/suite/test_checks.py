@@ -132,3 +132,18 @@ def test_the_grader_is_loaded_but_never_called(tmp_path):
     source = f"def grade(sample, item):\n    open({str(marker)!r}, 'w').write('called')\n    return 1\n"
     assert suite(tmp_path, task(grader={"source": source})).validate() == []
     assert not marker.exists()
+
+
+def test_a_hugging_face_folder_is_checked_on_its_first_few_rows(tmp_path):
+    from evalnb.suite.checks import HF_CHECK_ROWS
+
+    root = tmp_path / "caps"
+    root.mkdir()
+    lines = ["country,capital"] + [f"c{i},x{i}" for i in range(HF_CHECK_ROWS)] + ["broken"]
+    (root / "test.csv").write_text("\n".join(lines) + "\n")
+    s = suite(tmp_path, task(dataset={"path": "caps", "split": "test"}, prompt_template="{{contry}}"))
+    (problem,) = s.validate()  # the broken line after the first rows is not read: a few rows, fast
+    assert str(problem) == ("task 'capitals' (tasks[0]).prompt_template: field 'contry' is in no row; "
+                            "fields are: country, capital")
+    flat = suite(tmp_path, task(dataset={"path": "caps/test.csv"}))  # the same file as a local file: all of it
+    assert "line 7: 1 values but the header has 2 columns" in str(flat.validate()[0])
