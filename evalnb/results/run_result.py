@@ -748,12 +748,19 @@ def _describe(row: Mapping[str, Any]) -> str:
         parts.append(_fmt(row["mean"]))
         if row["ci_low"] == row["ci_low"]:
             parts.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
-    notes = [f"n={row['n']}" if row["source"] == "samples" else "batch"]
-    if row["n_failed"]:
-        notes.append(f"{row['n_failed']} failed")
+    notes = [f"n={row['n']}" if row["source"] == "samples" else "batch"] + _counts(row)
     if row.get("error"):
         notes.append(f"error: {row['error']}")
     return " ".join(parts + [", ".join(notes)])
+
+
+def _counts(row: Mapping[str, Any]) -> list[str]:
+    """What the mean leaves out, for the report: failed and unscored samples, prompts missing a field."""
+    notes = []
+    for key, words in (("n_failed", "failed"), ("n_unscored", "unscored"), ("n_missing_field", "missing a field")):
+        if row.get(key):
+            notes.append(f"{row[key]:,} {words}")
+    return notes
 
 
 def _best(cell: Mapping[str, Any], models: list[str]) -> str | None:
@@ -778,9 +785,7 @@ def _html_cell(row: Mapping[str, Any] | None, *, bold: bool) -> str:
     details = []
     if row["ci_low"] == row["ci_low"]:
         details.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
-    notes = [f"n={row['n']:,}" if row["source"] == "samples" else "batch"]
-    if row["n_failed"]:
-        notes.append(f"{row['n_failed']:,} failed")
+    notes = [f"n={row['n']:,}" if row["source"] == "samples" else "batch"] + _counts(row)
     details.append(", ".join(notes))
     out = f'{top}<br><span style="font-size:smaller">{esc(" ".join(details))}</span>'
     if row.get("error"):

@@ -283,9 +283,9 @@ def test_summary_and_repr(result):
     text = result.summary()
     assert text.startswith(f"RunResult {result.run_id}  status: completed")
     assert "models: zeta, alpha" in text
-    assert "qa / accuracy\n  zeta: 0.750 [0.301, 0.954] n=4, 1 failed\n  alpha: 0.250" in text
+    assert "qa / accuracy\n  zeta: 0.750 [0.301, 0.954] n=4, 1 failed, 1 unscored\n  alpha: 0.250" in text
     assert "qa / latency_pen (lower is better)" in text
-    assert "agg / macro_f1\n  zeta: 0.400 batch\n  alpha: batch, error: grade_batch raised ZeroDivisionError" in text
+    assert "agg / macro_f1\n  zeta: 0.400 batch\n  alpha: batch, 1 unscored, error: grade_batch raised ZeroDivisionError" in text
     assert str(result) == text
     assert repr(result).startswith("<RunResult ") and "\n" not in repr(result)
 
@@ -297,7 +297,7 @@ def test_html_is_a_static_table(result):
     assert result.run_id in page and "<th" in page and page.count("<tr>") == 1 + 8  # header + one per task x metric
     assert "<b>0.750</b>" in page  # zeta's accuracy beats alpha's
     assert "<b>0.250</b>" not in page
-    assert "[0.301, 0.954] n=4, 1 failed" in page
+    assert "[0.301, 0.954] n=4, 1 failed, 1 unscored" in page
     assert "latency_pen ↓" in page and "accuracy ↑" in page
     assert "error: grade_batch raised ZeroDivisionError" in page
 
