@@ -9,7 +9,7 @@ manifest — so it needs no extra column and reads the same for every run ever s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,31 +22,39 @@ _SPECIAL = frozenset({"row", "choices", "choice_list"})
 
 def missing_field_counts(frame: pd.DataFrame, manifest: Mapping[str, Any] | None) -> dict[tuple[str, str], int]:
     """(task_id, model) -> samples whose prompt or target template had a field not in their row."""
-    from evalnb.suite.templates import missing_fields, template_fields
-
-    counts: dict[tuple[str, str], int] = {}
     tasks = {t.get("id"): t for t in (manifest or {}).get("tasks") or [] if isinstance(t, Mapping)}
     if not tasks or frame.empty:
-        return counts
-    checks: dict[str, Any] = {}
-    for task_id, task in tasks.items():
-        templates = [task.get("prompt_template") or "", task.get("target_template") or ""]
-        choices = task.get("choices")
-        paths = [p for t in templates for p in template_fields(t)]
-        if all("." not in p and p not in _SPECIAL for p in paths):
-            # plain top-level fields (the usual case): a key lookup per field, no rendering
-            checks[task_id] = (lambda row, names=tuple(dict.fromkeys(paths)): any(n not in row for n in names))
-        else:
-            checks[task_id] = (lambda row, ts=templates, cs=choices: any(missing_fields(t, row, cs) for t in ts))
-    seen: dict[tuple[str, int], bool] = {}  # every model of an item shares its row
-    for task_id, model, index, row in zip(frame["task_id"], frame["model"], frame["sample_index"], frame["dataset_row"]):
+        return {}
+    checks = {task_id: _check(task) for task_id, task in tasks.items()}
+    counts: dict[tuple[str, str], int] = {}
+    rows = frame["dataset_row"].tolist()
+    for task_id, part in frame.groupby("task_id", sort=False).indices.items():
         check = checks.get(task_id)
-        if check is None or not isinstance(row, Mapping):
+        if check is None:
             continue
-        key = (task_id, index)
-        missing = seen.get(key)
-        if missing is None:
-            missing = seen[key] = check(row)
-        if missing:
-            counts[(task_id, model)] = counts.get((task_id, model), 0) + 1
+        flags = [check(rows[i]) for i in part]
+        if not any(flags):
+            continue
+        models = frame["model"].to_numpy()[part]
+        for model, flag in zip(models, flags):
+            if flag:
+                counts[(task_id, model)] = counts.get((task_id, model), 0) + 1
     return counts
+
+
+def _check(task: Mapping[str, Any]) -> Callable[[Any], bool]:
+    """row -> whether the task's prompt or target template names a field the row lacks."""
+    from evalnb.suite.templates import missing_fields, template_fields
+
+    templates = [task.get("prompt_template") or "", task.get("target_template") or ""]
+    choices = task.get("choices")
+    paths = [p for t in templates for p in template_fields(t)]
+    if all("." not in p and p not in _SPECIAL for p in paths):
+        # plain top-level fields (the usual case): one C-level subset test per row
+        names = frozenset(paths)
+        return lambda row: not row.keys() >= names if type(row) is dict else _is_map(row) and not row.keys() >= names
+    return lambda row: _is_map(row) and any(missing_fields(t, row, choices) for t in templates)
+
+
+def _is_map(row: Any) -> bool:
+    return type(row) is dict or isinstance(row, Mapping)
