@@ -205,6 +205,25 @@ def test_validate_lists_every_problem_and_exits_1(env, capsys):
     assert {line.split(":")[0] for line in lines[1:]} == {"tasks[0].id", "tasks[0].type", "tasks[1].grader.timeout_seconds"}
 
 
+def test_validate_honours_offline_mode_and_sends_nothing_to_the_hub(env):
+    path = env / "s.yaml"
+    path.write_text(
+        "tasks:\n  - id: hub\n    type: qa\n    dataset: {path: evalnb-tests/not-cached}\n"
+        "    prompt_template: '{{question}}'\n    grader: {source: 'def grade(s, i): return 1'}\n"
+    )
+    with LocalModelServer() as hub:  # stands in for the hub: counts what reaches it
+        environ = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+        environ.update(HF_HUB_OFFLINE="1", HF_ENDPOINT=hub.base_url.rsplit("/v1", 1)[0], HF_HOME=str(env / "hf"))
+        proc = subprocess.run([sys.executable, "-m", "evalnb", "validate", str(path)], env=environ,
+                              capture_output=True, text=True, timeout=120)
+        assert hub.request_count == 0
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == f"evalnb: {path}: a run would fail (1 problem)"
+    assert lines[1].startswith("task 'hub' (tasks[0]).dataset: dataset 'evalnb-tests/not-cached': cannot load")
+    assert lines[1].endswith("(offline mode is on: only datasets already in the cache load)")
+
+
 def test_validate_bad_json_missing_file_and_folder_exit_1(env, capsys):
     bad = env / "bad.json"
     bad.write_text('{"tasks": [}')
