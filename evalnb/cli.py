@@ -97,8 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     _global_options(common, suppress=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("validate", parents=[common], help="check a manifest and list every problem")
+    p = sub.add_parser("validate", parents=[common],
+                       help="check a manifest, its data and its code; list every problem a run would hit")
     p.add_argument("file", help="suite manifest (.json, .yaml, .yml)")
+    p.add_argument("--schema-only", action="store_true",
+                   help="check the manifest alone: read no rows, load no code")
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("preview", parents=[common], help="show the prompt, target and row of an item")
@@ -129,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key-env", metavar="VAR",
                    help="read every model's key from $VAR (default: OPENAI_API_KEY for OpenAI hosts, "
                         "no key for other servers)")
+    p.add_argument("--name", metavar="TEXT", help='a name for the run, shown by `evalnb runs` (e.g. "v2: neutral defined")')
     p.add_argument("--no-reuse", action="store_true", help="call the models again instead of reusing stored outputs")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -213,9 +217,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from evalnb.suite.manifest import dataset_kind
 
     suite = _load_suite(args.file)
+    problems = [] if args.schema_only else suite.validate()
+    if problems:
+        noun = "problem" if len(problems) == 1 else "problems"
+        raise CliError("\n".join([f"{args.file}: a run would fail ({len(problems)} {noun})", *map(str, problems)]))
     tasks = ", ".join(f"{t.id} ({t.type}, {dataset_kind(t.dataset)} dataset)" for t in suite.tasks)
     noun = "task" if len(suite.tasks) == 1 else "tasks"
-    print(f"{args.file}: valid; suite version {suite.version[:12]}; {len(suite.tasks)} {noun}: {tasks}")
+    scope = " (schema only)" if args.schema_only else ""
+    print(f"{args.file}: valid{scope}; suite version {suite.version[:12]}; {len(suite.tasks)} {noun}: {tasks}")
     return 0
 
 
@@ -275,12 +284,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     judge = _model(args.judge_model, args, "judge_model") if args.judge_model else None
     embedding = _model(args.embedding_model, args, "embedding_model") if args.embedding_model else None
     _check_keys([m for m in (*models, judge, embedding) if m is not None])
-    result = run(
+    return _finish(_interruptible(lambda: run(
         suite, models, generation=args.generation, concurrency=args.concurrency, task_ids=args.task,
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
         reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
-    )
-    return _finish(result, args)
+        name=args.name,
+    )), args)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -288,13 +297,25 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     with _open_store() as store:
         run_id = _find_run(store, args.run_id)
-    result = resume(run_id, concurrency=args.concurrency, force=args.force,
-                    progress=False if args.no_progress else "text")
-    return _finish(result, args)
+    return _finish(_interruptible(lambda: resume(run_id, concurrency=args.concurrency, force=args.force,
+                                                 progress=False if args.no_progress else "text")), args)
 
 
-def _finish(result: RunResult, args: argparse.Namespace) -> int:
-    """Print a finished run's metrics and outcome; the exit code says how it went."""
+def _interruptible(start: Any) -> tuple[RunResult, BaseException | None]:
+    """The run's result, or — Ctrl-C: the run saved what finished — that partial run and the interrupt."""
+    from evalnb.runner.api import load_run
+
+    try:
+        return start(), None
+    except KeyboardInterrupt as stopped:
+        if getattr(stopped, "run_id", None) is None:
+            raise
+        return load_run(stopped.run_id), stopped
+
+
+def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Namespace) -> int:
+    """Print a finished (or interrupted) run's metrics and outcome; the exit code says how it went."""
+    result, interrupted = outcome
     _print_metrics(result)
     if result.epochs > 1:
         print(f"epochs: {result.epochs} (n counts items; an item's score is its mean over its epochs)")
@@ -305,6 +326,9 @@ def _finish(result: RunResult, args: argparse.Namespace) -> int:
         _err(f"run error: {result.run['error']}")
     if failed:
         _report_failures(result, failed)
+    if interrupted is not None:
+        _err(f"interrupted: {interrupted}; `evalnb resume {result.run_id}` (or the same `evalnb run`) continues it")
+        return 130
     if result.status == "cancelled":
         return 130
     if result.status != "completed" or (failed and not args.allow_failures):
@@ -363,11 +387,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     more = bool(args.limit) and len(frame) > args.limit
     rows = [
-        [r["run_id"], r["status"], r["created_at"].strftime("%Y-%m-%d %H:%M:%S"), r["models"],
-         str(r["n_samples"]), str(r["n_failed"])]
+        [r["run_id"], r["status"], r["created_at"].strftime("%Y-%m-%d %H:%M:%S"), str(r["suite_version"])[:12],
+         r["models"], str(r["n_samples"]), str(r["n_failed"]), r["name"] or ""]
         for r in frame.head(args.limit or None).to_dict("records")
     ]
-    print("\n".join(_table(["run_id", "status", "created (UTC)", "models", "samples", "failed"], rows, right={4, 5})))
+    headers = ["run_id", "status", "created (UTC)", "suite", "models", "samples", "failed", "name"]
+    print("\n".join(_table(headers, rows, right={5, 6})))
     if more:
         _err(f"showing the newest {args.limit}; --limit 0 lists all")
     return 0
@@ -383,6 +408,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         counts = run.get("counts") or {}
         head = [
             ["run", str(result.run_id)],
+            *([["name", result.name]] if result.name else []),
             ["status", f"{result.status} ({counts.get('total', 0)} samples, {counts.get('failed', 0)} failed)"],
             ["suite", str(run.get("suite_version") or "")[:12]],
             ["models", ", ".join(result.models)],
@@ -493,19 +519,25 @@ def _find_run(store: Store, ref: str) -> str:
 
 def _print_metrics(result: RunResult) -> None:
     metrics = result.metrics
-    rows, errors = [], {}
+    rows, errors, missing = [], {}, {}
     for r in metrics.to_dict("records"):
         ci = f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]" if not math.isnan(r["ci_low"]) else "-"
-        rows.append([r["task_id"], r["model"], r["metric"], str(r["n"]), str(r["n_failed"]), _num(r["mean"]), ci])
+        rows.append([r["task_id"], r["model"], r["metric"], str(r["n"]), str(r["n_failed"]), str(r["n_unscored"]),
+                     _num(r["mean"]), ci])
         if not _missing(r.get("error")):
             errors[(r["task_id"], r["model"])] = r["error"]
+        if r["n_missing_field"]:
+            missing[(r["task_id"], r["model"])] = r["n_missing_field"]
     if rows:
-        headers = ["task", "model", "metric", "n", "n_failed", "mean", "95% CI"]
-        print("\n".join(_table(headers, rows, right={3, 4, 5})))
+        headers = ["task", "model", "metric", "n", "n_failed", "n_unscored", "mean", "95% CI"]
+        print("\n".join(_table(headers, rows, right={3, 4, 5, 6})))
     else:
         print("(no metrics)")
     for (task, model), error in errors.items():
         print(f"error: task {task}, model {model}: {_one_line(error)}")
+    for (task, model), n in missing.items():
+        print(f"note: task {task}, model {model}: {n} prompt(s) had a template field their row lacks "
+              '(rendered as ""; n_missing_field)')
 
 
 def _print_samples(result: RunResult, *, failed_only: bool, limit: int) -> None:
@@ -536,6 +568,10 @@ def _print_samples(result: RunResult, *, failed_only: bool, limit: int) -> None:
     print("\n".join(line[:width] for line in _table(headers, rows, right={2}, width=width, flexible=(4, 5, 6))))
     if total > len(rows):
         print(f"({total - len(rows)} more; --limit 0 shows all)")
+    for r in frame.to_dict("records"):  # what the grader printed for a failed sample, whole
+        if r["status"] == "failed" and not _missing(r.get("log")) and r.get("log"):
+            print(f"\n--- grader output of {r['task_id']} / {r['model']} #{r['sample_index']} ---")
+            print(r["log"], end="" if r["log"].endswith("\n") else "\n")
 
 
 def _table(

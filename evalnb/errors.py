@@ -46,3 +46,8 @@ class ProviderError(EvalnbError):
         self.status = status
         self.retryable = retryable
         super().__init__(message)
+
+
+class MissingFieldWarning(UserWarning):
+    """A template names a field that none of a task's rows has: every prompt renders it as ""."""
+

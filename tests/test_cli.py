@@ -161,15 +161,33 @@ def test_validate_prints_a_one_line_summary(suite_file, capsys):
     assert "arith (qa, local dataset)" in out and "echo (classification, local dataset)" in out
 
 
-def test_validate_reads_yaml_with_a_huggingface_dataset(env, capsys):
+def test_validate_schema_only_reads_yaml_with_a_huggingface_dataset_without_loading_it(env, capsys):
     path = env / "s.yaml"
     path.write_text(
         "tasks:\n  - id: hf\n    type: multiple_choice\n    dataset: {path: facebook/belebele, name: eng_Latn}\n"
         "    prompt_template: '{{question}}'\n    grader: {source: 'def grade(s, i): return 1'}\n"
     )
-    code, out, _ = _run(capsys, "validate", path)
+    code, out, _ = _run(capsys, "validate", "--schema-only", path)  # no rows read: no network
     assert code == 0
-    assert "1 task: hf (multiple_choice, huggingface dataset)" in out
+    assert "valid (schema only)" in out and "1 task: hf (multiple_choice, huggingface dataset)" in out
+
+
+def test_validate_catches_a_misspelt_field_a_broken_grader_and_a_missing_file(env, capsys):
+    manifest = _suite_dict()
+    manifest["tasks"][0]["prompt_template"] = "Q: {{question}}\nA:"
+    manifest["tasks"][1]["grader"] = {"source": "def grade(sample, item):\n    return (\n"}
+    manifest["tasks"].append({**manifest["tasks"][1], "id": "gone", "dataset": {"path": "data/gone.jsonl"},
+                              "grader": graders.spec("exact_match")})
+    path = _write_suite(env, manifest)
+    assert evalnb.Suite.from_file(path)  # the schema is fine: only the data and the code are not
+    code, out, err = _run(capsys, "validate", path)
+    assert code == 1 and out == ""
+    assert err.splitlines() == [
+        f"evalnb: {path}: a run would fail (3 problems)",
+        "task 'arith' (tasks[0]).prompt_template: field 'question' is in no row; fields are: q, a",
+        "task 'echo' (tasks[1]).grader: the grader failed to load: SyntaxError: '(' was never closed (line 2)",
+        f"task 'gone' (tasks[2]).dataset: dataset file not found: {env / 'data' / 'gone.jsonl'}",
+    ]
 
 
 def test_validate_lists_every_problem_and_exits_1(env, capsys):
@@ -185,6 +203,25 @@ def test_validate_lists_every_problem_and_exits_1(env, capsys):
     assert lines[0] == f"evalnb: {path}: invalid manifest (3 problems)"
     assert lines[1:] == [f"{e['loc']}: {e['msg']}" for e in expected.value.errors]
     assert {line.split(":")[0] for line in lines[1:]} == {"tasks[0].id", "tasks[0].type", "tasks[1].grader.timeout_seconds"}
+
+
+def test_validate_honours_offline_mode_and_sends_nothing_to_the_hub(env):
+    path = env / "s.yaml"
+    path.write_text(
+        "tasks:\n  - id: hub\n    type: qa\n    dataset: {path: evalnb-tests/not-cached}\n"
+        "    prompt_template: '{{question}}'\n    grader: {source: 'def grade(s, i): return 1'}\n"
+    )
+    with LocalModelServer() as hub:  # stands in for the hub: counts what reaches it
+        environ = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+        environ.update(HF_HUB_OFFLINE="1", HF_ENDPOINT=hub.base_url.rsplit("/v1", 1)[0], HF_HOME=str(env / "hf"))
+        proc = subprocess.run([sys.executable, "-m", "evalnb", "validate", str(path)], env=environ,
+                              capture_output=True, text=True, timeout=120)
+        assert hub.request_count == 0
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == f"evalnb: {path}: a run would fail (1 problem)"
+    assert lines[1].startswith("task 'hub' (tasks[0]).dataset: dataset 'evalnb-tests/not-cached': cannot load")
+    assert lines[1].endswith("(offline mode is on: only datasets already in the cache load)")
 
 
 def test_validate_bad_json_missing_file_and_folder_exit_1(env, capsys):
@@ -247,12 +284,12 @@ def test_run_prints_exact_metrics_and_the_run_id(suite_file, server, capsys):
     assert code == 0, err
     run_id = _run_id(out)
     assert run_id[-8:] in err and "completed" in err  # the progress line went to stderr
-    assert out.splitlines()[0].split() == ["task", "model", "metric", "n", "n_failed", "mean", "95%", "CI"]
+    assert out.splitlines()[0].split() == ["task", "model", "metric", "n", "n_failed", "n_unscored", "mean", "95%", "CI"]
     expected = evalnb.load_run(run_id).metrics.set_index(["task_id", "model"])
     for task in ("arith", "echo"):
         for model, mean in (("good", "0.8000"), ("bad", "0.2000")):
             line = _metric_line(out, task, model)
-            assert line.split()[3:6] == ["5", "0", mean]
+            assert line.split()[3:7] == ["5", "0", "0", mean]
             row = expected.loc[(task, model)]
             assert f"[{row['ci_low']:.4f}, {row['ci_high']:.4f}]" in line
             assert 0 < row["ci_low"] < float(mean) < row["ci_high"] < 1
@@ -264,13 +301,13 @@ def test_a_failed_sample_exits_1_unless_allowed(suite_file, server, capsys):
     args = ["run", suite_file, "--model", f"flaky@{server.base_url}", "--task", "arith", "--no-progress"]
     code, out, err = _run(capsys, *args)
     assert code == 1
-    assert _metric_line(out, "arith", "flaky").split()[3:6] == ["4", "1", "1.0000"]
+    assert _metric_line(out, "arith", "flaky").split()[3:7] == ["4", "1", "0", "1.0000"]
     assert "failed: 1" in out
     assert "1 sample(s) failed" in err and "arith / flaky #3" in err and "400" in err
     assert "[evalnb" not in err  # --no-progress
     code, out, _ = _run(capsys, *args, "--allow-failures")
     assert code == 0
-    assert _metric_line(out, "arith", "flaky").split()[3:6] == ["4", "1", "1.0000"]
+    assert _metric_line(out, "arith", "flaky").split()[3:7] == ["4", "1", "0", "1.0000"]
 
 
 def test_api_applies_to_every_model(suite_file, server, capsys):
@@ -308,7 +345,7 @@ def test_generation_task_and_max_samples_reach_the_run(suite_file, server, capsy
     assert code == 0, err
     assert [r.body["temperature"] for r in server.requests] == [0, 0]
     assert all(r.body["max_output_tokens"] == 7 for r in server.requests)
-    assert _metric_line(out, "echo", "good").split()[3:6] == ["2", "0", "1.0000"]
+    assert _metric_line(out, "echo", "good").split()[3:7] == ["2", "0", "0", "1.0000"]
     assert not [ln for ln in out.splitlines() if ln.startswith("arith")]
 
 
@@ -333,7 +370,7 @@ def test_a_task_that_cannot_start_fails_the_run_with_exit_1(env, server, capsys)
     path = _write_suite(env, manifest)
     code, out, err = _run(capsys, "run", path, "--model", f"good@{server.base_url}", "--allow-failures")
     assert code == 1  # a failed run is never allowed
-    assert "status: failed" in out and _metric_line(out, "echo", "good").split()[3:6] == ["5", "0", "0.8000"]
+    assert "status: failed" in out and _metric_line(out, "echo", "good").split()[3:7] == ["5", "0", "0", "0.8000"]
     assert "error: task arith, model good: DatasetError" in out
     assert "run error: task 'arith'" in err and "missing.jsonl" in err
 
@@ -355,9 +392,10 @@ def test_runs_lists_newest_first_with_counts(two_runs, capsys):
     code, out, err = _run(capsys, "runs")
     assert code == 0 and err == ""
     lines = out.splitlines()
-    assert lines[0].split() == ["run_id", "status", "created", "(UTC)", "models", "samples", "failed"]
+    assert lines[0].split() == ["run_id", "status", "created", "(UTC)", "suite", "models", "samples", "failed", "name"]
     assert [ln.split()[0] for ln in lines[2:]] == [second, first]
-    assert lines[2].split()[4:] == ["flaky", "5", "1"] and lines[3].split()[4:] == ["good", "10", "0"]
+    version = evalnb.load_run(first).run["suite_version"]
+    assert lines[2].split()[4:] == [version[:12], "flaky", "5", "1"] and lines[3].split()[4:] == [version[:12], "good", "10", "0"]
     code, out, err = _run(capsys, "runs", "--limit", "1")
     assert code == 0 and len(out.splitlines()) == 3 and second in out and first not in out
     assert "--limit 0" in err
@@ -388,7 +426,7 @@ def test_show_prints_metrics_and_samples_fitted_to_the_terminal(two_runs, capsys
     code, out, _ = _run(capsys, "show", run_id[-8:])  # the suffix the progress line shows
     assert code == 0
     assert f"run      {run_id}" in out and "status   completed (5 samples, 1 failed)" in out
-    assert _metric_line(out, "arith", "flaky").split()[3:6] == ["4", "1", "1.0000"]
+    assert _metric_line(out, "arith", "flaky").split()[3:7] == ["4", "1", "0", "1.0000"]
     assert "extracted" not in out and "index" not in out  # no samples without --samples
 
     code, out, _ = _run(capsys, "show", run_id, "--samples")
@@ -403,6 +441,32 @@ def test_show_prints_metrics_and_samples_fitted_to_the_terminal(two_runs, capsys
     table = out[out.index("task   model  index"):].splitlines()
     assert code == 0 and len(table) == 3
     assert max(len(ln) for ln in table) <= 60 and table[2].endswith("…")
+
+
+def test_a_named_run_its_grader_output_and_its_missing_fields_show_in_the_cli(env, server, capsys):
+    manifest = _suite_dict()
+    del manifest["tasks"][1]
+    manifest["tasks"][0]["prompt_template"] = "Q: {{q}}\nA:{{hnt}}"
+    manifest["tasks"][0]["grader"] = {"source": (
+        "def grade(sample, item):\n"
+        "    print('comparing', repr(sample['extracted_output']), 'with', repr(item['target']))\n"
+        "    if item['target'] == '6':\n"
+        "        raise ValueError('six')\n"
+        "    return sample['extracted_output'] == item['target']\n"
+    )}
+    path = _write_suite(env, manifest)
+    code, out, err = _run(capsys, "run", path, "--model", f"good@{server.base_url}", "--name", "v2: neutral defined",
+                          "--allow-failures")
+    assert code == 0, err
+    assert "warning: task 'arith' (tasks[0]).prompt_template: field 'hnt' is in no row" in err
+    assert "note: task arith, model good: 5 prompt(s) had a template field their row lacks" in out
+    code, out, _ = _run(capsys, "runs")
+    assert out.splitlines()[2].endswith("v2: neutral defined")
+    code, out, _ = _run(capsys, "show", "latest", "--samples", "--failed")
+    assert "name     v2: neutral defined" in out
+    assert "--- grader output of arith / good #2 ---\ncomparing 'wrong' with '6'\n" in out  # good is planted wrong on 3+3
+    code, out, _ = _run(capsys, "show", "latest", "--samples")
+    assert out.count("--- grader output of") == 1  # only the failed sample's output is printed
 
 
 def test_show_and_export_unknown_or_ambiguous_run_exit_1(two_runs, capsys):

@@ -36,3 +36,23 @@ def test_every_python_block_parses():
     for block in blocks:
         # top-level `await` is notebook syntax; wrap so the rest is still checked
         ast.parse(block.replace("await ", ""))
+
+
+def test_the_cli_section_shows_the_real_validate_message(tmp_path, monkeypatch, capsys):
+    import json
+
+    from evalnb.cli import main
+
+    block = re.search(r"```console\n\$ evalnb validate suite\.yaml\n(.*?)\$ echo \$\?\n(\d+)\n```", README, re.S)
+    shown, code = block.group(1).splitlines(), int(block.group(2))
+    rows = [{"country": "France", "capital": "Paris"}, {"country": "Japan", "capital": "Tokyo"}]
+    (tmp_path / "capitals.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "suite.yaml").write_text(
+        "tasks:\n  - id: capitals\n    type: qa\n    dataset: {path: capitals.jsonl}\n"
+        "    prompt_template: 'What is the capital of {{contry}}?'\n    target_template: '{{capital}}'\n"
+        "    grader: {source: \"def grade(sample, item):\\n    return sample['extracted_output'] == item['target']\\n\"}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVALNB_HOME", str(tmp_path / "home"))
+    assert main(["validate", "suite.yaml"]) == code == 1
+    assert capsys.readouterr().err.splitlines() == shown

@@ -8,13 +8,12 @@ CSV values stay strings as for uploaded files, and no extra HTTP stack (aiohttp)
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import closing
 from typing import Any
 
 from evalnb.data.fetch import iter_url_lines
-from evalnb.data.readers import read_json, read_rows
+from evalnb.data.readers import byte_lines_work, read_rows
 from evalnb.data.urls import check_public_url
 from evalnb.errors import DatasetError
 
@@ -73,27 +72,22 @@ def load_builder_rows(
 
 
 def _read(builder: str, lines: Iterator[bytes], source: str, limit: int | None, options: dict[str, Any]) -> list[dict]:
-    if builder == "csv":
-        return read_rows(lines, "csv", source=source, limit=limit, **options)
-    # json: a JSON array (or an object holding one under `field`) or JSON Lines; sniff which.
-    head: list[bytes] = []
-    for line in lines:
-        head.append(line)
-        if line.strip(b" \t\r\n\xef\xbb\xbf"):
-            break
-    first = head[-1].lstrip(b" \t\xef\xbb\xbf") if head else b""
-    everything: Iterable[bytes] = itertools.chain(head, lines)
-    if first.startswith(b"[") or "field" in options:
-        return read_json(everything, source=source, field=options.get("field"))[:limit]
-    return read_rows(everything, "jsonl", source=source, limit=limit)
+    # json: a JSON array (or an object holding one under `field`) or JSON Lines, sniffed
+    return read_rows(lines, "csv" if builder == "csv" else "json_or_lines", source=source, limit=limit, **options)
 
 
 def _reader_options(builder: str, options: dict[str, Any], label: str) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in options.items():
         if key == "encoding":
-            if str(value).lower().replace("_", "-") not in ("utf-8", "utf8", "utf-8-sig"):
-                raise DatasetError(f"{label}: dataset_kwargs.encoding {value!r}: only UTF-8 is supported")
+            try:
+                usable = isinstance(value, str) and byte_lines_work(value)
+            except LookupError:
+                raise DatasetError(f"{label}: dataset_kwargs.encoding {value!r}: unknown encoding") from None
+            if not usable:
+                raise DatasetError(f"{label}: dataset_kwargs.encoding {value!r}: not supported for data_files URLs "
+                                   "(use an encoding whose newline is the byte \\n, e.g. utf-8 or latin-1)")
+            result["encoding"] = value
         elif key in _OPTIONS[builder]:
             if not isinstance(value, str) or (key != "field" and len(value) != 1):
                 expected = "string" if key == "field" else "single character"

@@ -1,8 +1,14 @@
 """Hugging Face datasets: hub ids, local dataset folders, ``save_to_disk`` folders, builder mode.
 
-Hub ids and local folders go through ``datasets.load_dataset(..., streaming=True)`` so
-``max_rows`` reads only that many rows; ``save_to_disk`` folders (which ``load_dataset``
-cannot read) go through ``load_from_disk``. ``datasets`` is imported only when needed.
+Hub ids and local folders get their builder from ``datasets.load_dataset_builder`` (which
+reads a README ``configs:`` block or the file-name conventions) and stream the split, so
+``max_rows`` reads only that many rows. A local folder of plain CSV/JSON files is then read
+by evalnb's own readers (`evalnb.data.hf_files`: values as written, as for a local file);
+``save_to_disk`` folders go through ``load_from_disk``. Values become plain JSON types
+(`to_jsonable`): a date is "2024-01-15", a datetime ISO 8601; a timestamp that pyarrow read
+out of a JSON string is given back as the string's date when its column holds only
+midnights (pyarrow parses "2024-01-15" as a timestamp). ``datasets`` is imported only when
+needed, and every error names the task.
 """
 
 from __future__ import annotations
@@ -79,17 +85,23 @@ def load_huggingface(
     if folder is not None and _is_saved_dataset(folder):
         return _load_saved(folder, spec.split, count, label)
     target = str(folder) if folder is not None else spec.path
-    return _load_streaming(target, spec, data_files, kwargs, count, label, cache_dir)
+    return _load_streaming(target, spec, data_files, kwargs, count, label, cache_dir, local=folder is not None)
 
 
-def to_jsonable(value: Any) -> Any:
-    """Arrow/numpy/datetime values as plain JSON types (bytes as base64, decimals as numbers)."""
+def to_jsonable(value: Any, dates: bool = False) -> Any:
+    """Arrow/numpy/datetime values as plain JSON types (bytes as base64, decimals as numbers).
+
+    A date is "YYYY-MM-DD" and a datetime ISO 8601; ``dates=True`` writes datetimes as their
+    date (for a column of midnights that pyarrow parsed out of date strings).
+    """
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {str(k): to_jsonable(v, dates) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
+        return [to_jsonable(v, dates) for v in value]
+    if dates and isinstance(value, dt.datetime):
+        return value.date().isoformat()
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
@@ -104,34 +116,39 @@ def to_jsonable(value: Any) -> Any:
 
 
 def _load_streaming(
-    target: str, spec: HFSpec, data_files: Any, kwargs: dict[str, Any], count: int | None, label: str, cache_dir: Path
+    target: str, spec: HFSpec, data_files: Any, kwargs: dict[str, Any], count: int | None, label: str,
+    cache_dir: Path, *, local: bool,
 ) -> list[dict]:
     import datasets
 
-    with _quiet():
+    from evalnb.data.hf_files import read_split_files
+
+    with _quiet(), _offline_as_set():
         try:
             config = spec.name or _discover_config(datasets, target, spec, data_files, label, cache_dir)
             if config:
                 label = f"{label} config {config!r}"
-            splits = datasets.load_dataset(
-                target,
-                config,
-                data_files=data_files,
-                revision=spec.revision,
-                cache_dir=str(cache_dir),
-                streaming=True,
-                **kwargs,
+            # what load_dataset(..., streaming=True) does, with the builder kept to look at
+            builder = datasets.load_dataset_builder(
+                target, config, data_files=data_files, revision=spec.revision, cache_dir=str(cache_dir), **kwargs
             )
+            rows = read_split_files(builder, spec.split, count, label) if local else None
+            if rows is not None:
+                return rows
+            splits = builder.as_streaming_dataset()
+            if spec.split not in splits:
+                raise DatasetError(f"{label}: split {spec.split!r} not found; available splits: {', '.join(splits)}")
+            rows_in = splits[spec.split]
+            if getattr(rows_in, "features", None) is not None:  # unknown for a streamed CSV: nothing to decode
+                rows_in = rows_in.decode(False)  # images/audio stay bytes: no PIL needed, nothing lost
         except DatasetError:
             raise
         except Exception as exc:
-            raise DatasetError(f"{label}: cannot load: {_message(exc)}") from exc
-        if spec.split not in splits:
-            raise DatasetError(f"{label}: split {spec.split!r} not found; available splits: {', '.join(splits)}")
-        rows_in = splits[spec.split]
-        if hasattr(rows_in, "decode"):
-            rows_in = rows_in.decode(False)  # images/audio stay bytes: no PIL needed, nothing lost
-        return _collect(itertools.islice(rows_in, count), f"{label} split {spec.split!r}")
+            offline = " (offline mode is on: only datasets already in the cache load)" if _offline() else ""
+            raise DatasetError(f"{label}: cannot load: {_message(exc)}{offline}") from exc
+        # pyarrow reads ISO date strings in JSON as timestamps: give dates back as dates
+        inferred = getattr(builder, "name", None) == "json"
+        return _collect(itertools.islice(rows_in, count), f"{label} split {spec.split!r}", inferred_dates=inferred)
 
 
 def _load_saved(folder: Path, split: str, count: int | None, label: str) -> list[dict]:
@@ -176,14 +193,38 @@ def _discover_config(
     )
 
 
-def _collect(rows: Iterator[dict], label: str) -> list[dict]:
-    result: list[dict] = []
+def _collect(rows: Iterator[dict], label: str, *, inferred_dates: bool = False) -> list[dict]:
+    raw: list[dict] = []
     try:
         for row in rows:
-            result.append(to_jsonable(row))
+            raw.append(row)
     except Exception as exc:
-        raise DatasetError(f"{label}: error after row {len(result)}: {_message(exc)}") from exc
-    return result
+        raise DatasetError(f"{label}: error after row {len(raw)}: {_message(exc)}") from exc
+    dates = _midnight_columns(raw) if inferred_dates else set()
+    if not dates:
+        return [to_jsonable(row) for row in raw]
+    return [{str(k): to_jsonable(v, k in dates) for k, v in row.items()} for row in raw]
+
+
+def _midnight_columns(rows: list[dict]) -> set[str]:
+    """Columns whose datetimes are all naive midnights: dates pyarrow parsed into timestamps."""
+    verdict: dict[str, bool] = {}
+    for row in rows:
+        for key, value in row.items():
+            for stamp in _datetimes(value):
+                verdict[key] = verdict.get(key, True) and stamp.tzinfo is None and stamp.time() == dt.time(0)
+    return {key for key, ok in verdict.items() if ok}
+
+
+def _datetimes(value: Any) -> Iterator[dt.datetime]:
+    if isinstance(value, dt.datetime):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _datetimes(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _datetimes(item)
 
 
 def _clean_kwargs(kwargs: Any, label: str) -> dict[str, Any]:
@@ -268,6 +309,38 @@ def _smaller(max_rows: Any, limit: int | None, label: str) -> int | None:
 def _message(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text if len(text) <= 500 else text[:497] + '...'}"
+
+
+def _offline() -> bool:
+    """HF_DATASETS_OFFLINE (when set) else HF_HUB_OFFLINE, read now, as `datasets` reads them."""
+    import os
+
+    value = os.environ.get("HF_DATASETS_OFFLINE")
+    if value is None:
+        value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    return value.strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+@contextmanager
+def _offline_as_set() -> Iterator[None]:
+    """Offline mode as the environment says now, also when it was set after `datasets` was imported.
+
+    `datasets` and `huggingface_hub` read the variables once, at import; a notebook that sets
+    ``os.environ["HF_HUB_OFFLINE"] = "1"`` later would still go online. This only ever turns
+    offline mode on, for one load, and puts the flags back.
+    """
+    if not _offline():
+        yield
+        return
+    import datasets.config as dataset_config
+    import huggingface_hub.constants as hub_constants
+
+    saved = (dataset_config.HF_HUB_OFFLINE, dataset_config.HF_DATASETS_OFFLINE, hub_constants.HF_HUB_OFFLINE)
+    dataset_config.HF_HUB_OFFLINE = dataset_config.HF_DATASETS_OFFLINE = hub_constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        dataset_config.HF_HUB_OFFLINE, dataset_config.HF_DATASETS_OFFLINE, hub_constants.HF_HUB_OFFLINE = saved
 
 
 @contextmanager

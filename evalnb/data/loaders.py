@@ -45,6 +45,7 @@ def load_rows(
         return _load_file_store(dataset, task_id, limit)
     if kind == "local":
         return _load_local(dataset, base_dir, task_id, limit)
+    _refuse_file_as_huggingface(dataset, base_dir, task_id)
     from evalnb.data.huggingface import HFSpec, load_huggingface  # lazy: only Hugging Face datasets need it
 
     spec = HFSpec(
@@ -88,7 +89,9 @@ def _load_file_store(dataset: Any, task_id: str, limit: int | None) -> list[dict
         filename = files.info(file_id)["filename"]
     except DatasetError as exc:
         raise DatasetError(f"task {task_id!r}: {exc}") from None
-    return read_file(path, fmt, source=f"task {task_id!r}: {filename} ({file_id})", limit=limit)
+    return read_file(path, fmt, source=f"task {task_id!r}: {filename} ({file_id})", limit=limit,
+                     hint="uploaded files are read as UTF-8: convert it and upload it again, or read it "
+                          "as a local file with {path: ..., encoding: ...}")
 
 
 def _load_local(dataset: Any, base_dir: Path | None, task_id: str, limit: int | None) -> list[dict]:
@@ -104,7 +107,29 @@ def _load_local(dataset: Any, base_dir: Path | None, task_id: str, limit: int | 
     fmt = _get(dataset, "format") or infer_format(path.name)
     if fmt is None:
         raise DatasetError(f"task {task_id!r}: cannot infer the format of {given!r}; set format to 'jsonl' or 'csv'")
-    return read_file(path, fmt, source=f"task {task_id!r}: {given}", limit=limit)
+    encoding = _get(dataset, "encoding")
+    try:
+        return read_file(path, fmt, source=f"task {task_id!r}: {given}", limit=limit, encoding=encoding,
+                         hint="if the file is in another encoding, name it in the dataset (e.g. encoding: latin-1)")
+    except LookupError:
+        raise DatasetError(f"task {task_id!r}: {given}: unknown encoding {encoding!r}") from None
+
+
+def _refuse_file_as_huggingface(dataset: Any, base_dir: Path | None, task_id: str) -> None:
+    """A local file given a Hugging Face field (``max_rows`` most often): say which, and the way out."""
+    path = _get(dataset, "path")
+    if not isinstance(path, str) or Path(path).suffix.lower() not in LOCAL_SUFFIXES:
+        return
+    given = [key for key in HF_ONLY_FIELDS if key != "split" and _get(dataset, key) is not None] or ["split"]
+    candidate = Path(path).expanduser()
+    if not candidate.is_absolute():
+        candidate = (base_dir or Path.cwd()) / candidate
+    if candidate.is_file():
+        raise DatasetError(
+            f"task {task_id!r}: {path!r} is a local file, but {', '.join(given)} made the dataset a Hugging "
+            "Face one; a local file takes only path, format and encoding (to evaluate fewer rows, pass "
+            "max_samples= to evalnb.run)"
+        )
 
 
 def _get(dataset: Any, key: str) -> Any:

@@ -13,7 +13,7 @@ The frame helpers at the bottom are shared with ``evalnb.plots`` (not part of ``
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalnb.results import stats
@@ -29,8 +29,14 @@ ALL_TASKS = "all tasks"
 SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
 PAIRED_COLUMNS = (
     "model_a", "model_b", "task_id", "metric", "n_pairs", "mean_a", "mean_b", "mean_diff",
-    "ci_low", "ci_high", "stderr", "n01", "n10", "mcnemar_p",
+    "ci_low", "ci_high", "stderr", "n01", "n10", "mcnemar_p", "note",
 )
+_NO_OVERLAP = "no item has a score from both models"
+
+
+def _batch_note(metric: str) -> str:
+    return (f"{metric} is a batch metric: grade_batch gives one value per task and model, not a score per "
+            "item, so there is nothing to pair; compare the models' values in result.metrics")
 
 
 def paired(
@@ -43,6 +49,7 @@ def paired(
     n_resamples: int = 2000,
     seed: int = 0,
     clusters: Mapping[tuple[str, int], Hashable] | None = None,
+    batch_metrics: Iterable[tuple[str, str]] = (),
 ) -> pd.DataFrame:
     """One row per task comparing ``model_a`` with ``model_b`` on the items both were scored on.
 
@@ -51,7 +58,9 @@ def paired(
     differences. For 0/1 metrics ``n01`` (a wrong, b right), ``n10`` and the exact McNemar p are
     filled in. ``metric=None`` takes each task's first metric. With two or more tasks that share
     the metric, a last row ``task_id == "all tasks"`` pools items keyed by (task_id, sample_index).
-    A task where the two models share no scored item gets ``n_pairs == 0`` and empty statistics.
+    A task where the two models share no scored item gets ``n_pairs == 0``, empty statistics and
+    a ``note`` saying why; ``batch_metrics`` names the (task_id, metric) pairs that are batch-grader
+    metrics (one value per task and model), for which that is always so.
 
     ``clusters`` ((task_id, sample_index) -> cluster, e.g. the passage): the differences are
     clustered: ``stderr`` is the CR1 cluster-robust one, the interval ``mean_diff ± t_{G−1} ·
@@ -65,9 +74,12 @@ def paired(
     for model in (model_a, model_b):
         check_choice(model, models, "model")
     chosen = select_metric_rows(scores, task_id=task_id, metric=metric, frame_name="scores")
-    rows = _pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters)
+    batch = set(batch_metrics)
+    rows = _pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters, batch)
     if not any(row["n_pairs"] for row in rows):
         where = f"task {task_id!r}" if isinstance(task_id, str) else "any task"
+        if rows and all((row["task_id"], row["metric"]) in batch for row in rows):
+            raise ValueError(f"models {model_a!r} and {model_b!r} in {where}: {_batch_note(rows[0]['metric'])}")
         raise ValueError(
             f"models {model_a!r} and {model_b!r} have no scored items in common in {where} "
             f"(metric {metric or 'first per task'}); nothing to pair"
@@ -77,9 +89,12 @@ def paired(
 
 def _pair_rows(
     chosen: pd.DataFrame, model_a: str, model_b: str, n_resamples: int, seed: int,
-    clusters: Mapping[tuple[str, int], Hashable] | None,
+    clusters: Mapping[tuple[str, int], Hashable] | None, batch: Collection[tuple[str, str]] = (),
 ) -> list[dict[str, Any]]:
-    """The rows of `paired` (per task, then pooled) as dicts, model_a and model_b first."""
+    """The rows of `paired` (per task, then pooled) as dicts, model_a and model_b first.
+
+    A row without pairs gets a ``note``: a batch metric (in ``batch``) has no per-item scores.
+    """
     chosen = chosen[chosen["model"].isin([model_a, model_b])]
     check_unique(chosen, ("task_id", "model", "metric", "sample_index"), "scores")
     rows: list[dict[str, Any]] = []
@@ -89,7 +104,10 @@ def _pair_rows(
         a = _values(group, model_a)
         b = _values(group, model_b)
         label = None if clusters is None else (lambda i, t=task: clusters.get((t, int(i))))
-        rows.append(_paired_row(task, metric_id, a, b, n_resamples, seed, label))
+        row = _paired_row(task, metric_id, a, b, n_resamples, seed, label)
+        if not row["n_pairs"]:
+            row["note"] = _batch_note(metric_id) if (task, metric_id) in batch else _NO_OVERLAP
+        rows.append(row)
         pooled_a.update({(task, k): v for k, v in a.items()})
         pooled_b.update({(task, k): v for k, v in b.items()})
     one_metric = len({row["metric"] for row in rows}) == 1
@@ -107,6 +125,7 @@ def _paired_table(rows: list[dict[str, Any]], clustered: bool) -> pd.DataFrame:
     table = table[list(PAIRED_COLUMNS) + extra + [c for c in ("p_value", "p_holm") if c in table.columns]]
     for column in ("n01", "n10", *extra):
         table[column] = table[column].astype("Int64")
+    table["note"] = pd.Series([r["note"] for r in rows], dtype="object", index=table.index)  # None, not NaN
     return table
 
 
@@ -119,6 +138,7 @@ def paired_all(
     n_resamples: int = 2000,
     seed: int = 0,
     clusters: Mapping[tuple[str, int], Hashable] | None = None,
+    batch_metrics: Iterable[tuple[str, str]] = (),
 ) -> pd.DataFrame:
     """Every pair of ``models`` (a before b, in the order given) as `paired` rows, with p-values.
 
@@ -138,7 +158,7 @@ def paired_all(
     rows: list[dict[str, Any]] = []
     for i, model_a in enumerate(models):
         for model_b in models[i + 1:]:
-            rows.extend(_pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters))
+            rows.extend(_pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters, set(batch_metrics)))
     if not any(row["n_pairs"] for row in rows):
         raise ValueError(f"models {', '.join(map(repr, models))} share no scored items; nothing to pair")
     for row in rows:
@@ -182,7 +202,7 @@ def _paired_row(
     row: dict[str, Any] = {
         "task_id": task, "metric": metric, "n_pairs": diff.n, "mean_a": nan, "mean_b": nan,
         "mean_diff": nan, "ci_low": nan, "ci_high": nan, "stderr": nan,
-        "n01": None, "n10": None, "mcnemar_p": nan,
+        "n01": None, "n10": None, "mcnemar_p": nan, "note": None,
     }
     if cluster_of is not None:
         row["n_clusters"] = 0

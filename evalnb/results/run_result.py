@@ -11,9 +11,12 @@ Frames (pandas is imported only when one is built):
 - `scores`: long form (task_id, model, sample_index, metric, value), one row per *item*: with
   epochs, the item's mean over its scored epochs; NaN = not scored. The input of
   `evalnb.results.comparison`, `diff` and `evalnb.plots`.
-- `metrics`: one row per (task, model, metric): n (items), n_failed, epochs, mean, stderr,
-  95% CI, and pass@k for 0/1 metrics of a run with epochs. `summarize()` is the same table
-  with other intervals or clustered errors.
+- `metrics`: one row per (task, model, metric): n (items), n_failed, n_unscored,
+  n_missing_field, epochs, mean, stderr, 95% CI, and pass@k for 0/1 metrics of a run with
+  epochs. `summarize()` is the same table with other intervals or clustered errors. n_failed
+  and n_unscored count samples (asks): with one epoch, every sample of a (task, model) is in
+  exactly one of n, n_failed and n_unscored; n_missing_field counts the prompts that had a
+  `{{field}}` their row lacks.
 """
 
 from __future__ import annotations
@@ -34,12 +37,13 @@ if TYPE_CHECKING:
 __all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
 
 # Fixed columns of `samples`; metric columns go between LEAD and TAIL.
-_LEAD = ("task_id", "model", "sample_index", "epoch", "status", "prompt", "target", "output_text", "extracted_output")
-_TAIL = ("error", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row")
+_LEAD = ("task_id", "model", "sample_index", "epoch", "status", "prompt", "prompt_text", "target", "output_text",
+         "extracted_output")
+_TAIL = ("error", "log", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row")
 SAMPLE_COLUMNS = _LEAD + _TAIL
 METRICS_COLUMNS = (
-    "task_id", "model", "metric", "n", "n_failed", "epochs", "mean", "stderr", "ci_low", "ci_high",
-    "higher_is_better", "aggregation", "source", "error",
+    "task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_missing_field", "epochs", "mean", "stderr",
+    "ci_low", "ci_high", "higher_is_better", "aggregation", "source", "error",
 )
 _SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
 
@@ -115,11 +119,14 @@ def _task_model_rows(
     task: str, model: str, part: pd.DataFrame | None, specs: list[dict[str, Any]], columns: Mapping[str, str],
     batch: Mapping[str, Any], batch_ids: list[str], *, epochs: int = 1, confidence: float = 0.95,
     clusters: Mapping[tuple[str, int], Any] | None = None, cluster_by: str | None = None,
+    n_missing_field: int = 0,
 ) -> list[dict[str, Any]]:
     """The metrics rows of one (task, model): sample metrics, then batch metrics over them.
 
     Each item is reduced to one score first (its mean over epochs); with ``clusters`` the
-    stderr is the CR1 cluster-robust one over those item scores.
+    stderr is the CR1 cluster-robust one over those item scores. ``n_unscored`` counts the
+    samples that neither failed nor have a value: the grader returned None/NaN for the
+    metric, or a stopped run never graded them.
     """
     from evalnb.results import stats
     from evalnb.results.epochs import item_values, pass_at_k_ks, pass_at_k_means
@@ -127,7 +134,14 @@ def _task_model_rows(
     done = part[part["status"] == "completed"] if part is not None else None
     n_done = 0 if done is None else int(done["sample_index"].nunique())
     ks = pass_at_k_ks(epochs)
-    base = {"task_id": task, "model": model, "n_failed": 0 if part is None else int((part["status"] == "failed").sum()),
+    if part is None:
+        failed = kept = None
+        n_failed = 0
+    else:
+        failed = part["status"] == "failed"
+        kept = part[~failed]  # scored or unscored
+        n_failed = int(failed.sum())
+    base = {"task_id": task, "model": model, "n_failed": n_failed, "n_missing_field": n_missing_field,
             "epochs": epochs, "stderr": math.nan, "ci_low": math.nan, "ci_high": math.nan, "aggregation": "mean",
             "error": None, "n_clusters": None, **{f"pass_at_{k}": math.nan for k in ks}}
     better = {spec["id"]: bool(spec["higher_is_better"]) for spec in specs}
@@ -142,23 +156,35 @@ def _task_model_rows(
         else:
             summary = _clustered(task, model, metric, values, clusters, cluster_by, confidence)
             n_clusters = summary.n_clusters
-        rows[metric] = {**base, "metric": metric, "n": summary.n, "mean": _nan(summary.mean),
+        rows[metric] = {**base, "metric": metric, "n": summary.n, "n_unscored": _unscored(kept, columns.get(metric)),
+                        "mean": _nan(summary.mean),
                         "stderr": _nan(summary.stderr), "ci_low": _nan(summary.ci_low), "ci_high": _nan(summary.ci_high),
                         "higher_is_better": better[metric], "aggregation": spec["aggregation"], "source": "samples",
                         "n_clusters": n_clusters}
         if ks and values is not None:
             rows[metric].update({f"pass_at_{k}": v for k, v in pass_at_k_means(done, columns[metric], ks).items()})
+    n_ungraded = 0 if kept is None else int((kept["status"] != "completed").sum())
     for metric, value in (batch.get("metrics") or {}).items():  # final task metrics win
-        rows[metric] = {**base, "metric": metric, "n": n_done, "source": "batch",
+        rows[metric] = {**base, "metric": metric, "n": n_done, "n_unscored": n_ungraded, "source": "batch",
                         "mean": _nan(value if isinstance(value, (int, float)) else None),
                         "higher_is_better": better.get(metric, True)}
     if batch.get("error"):
         for metric in [] if rows else batch_ids:  # failed before reporting: the metrics other models got
-            rows[metric] = {**base, "metric": metric, "n": 0, "mean": math.nan, "source": "batch",
-                            "higher_is_better": better.get(metric, True)}
+            rows[metric] = {**base, "metric": metric, "n": 0, "n_unscored": 0 if kept is None else len(kept),
+                            "mean": math.nan,
+                            "source": "batch", "higher_is_better": better.get(metric, True)}
         for row in rows.values():
             row["error"] = batch["error"]
     return list(rows.values())
+
+
+def _unscored(kept: pd.DataFrame | None, column: str | None) -> int:
+    """Samples that did not fail but have no value in ``column``: not graded, or graded None/NaN."""
+    if kept is None:
+        return 0
+    if column is None:
+        return len(kept)
+    return int(((kept["status"] != "completed") | kept[column].isna()).sum())
 
 
 def _clustered(task: str, model: str, metric: str, values: pd.Series | None,
@@ -192,6 +218,7 @@ class RunResult:
         self._store = store if isinstance(store, Store) else Store(store)
         self._run_id = run_id
         self._sample_source: Iterable[Mapping[str, Any]] | None = None
+        self.interrupted = False  # set by the run that made it: stopped by Ctrl-C / a cancelled task
         self._load()
 
     @classmethod
@@ -206,6 +233,7 @@ class RunResult:
         """A result built from sample dicts (the store's shape); without a manifest every score
         key becomes a metric (mean, higher is better)."""
         self = cls.__new__(cls)
+        self.interrupted = False
         self._store = None
         self._run = dict(run or {})
         self._run_id = self._run.get("run_id")
@@ -241,6 +269,11 @@ class RunResult:
     @property
     def status(self) -> str | None:
         return self._run.get("status")
+
+    @property
+    def name(self) -> str | None:
+        """The run's name (``evalnb.run(..., name=...)``), or None."""
+        return self._run.get("name")
 
     @property
     def run(self) -> dict[str, Any]:
@@ -391,14 +424,18 @@ class RunResult:
 
     @cached_property
     def metrics(self) -> pd.DataFrame:
-        """One row per (task, model, metric): n, n_failed, epochs, mean, stderr, ci_low, ci_high, ...
+        """One row per (task, model, metric): n, n_failed, n_unscored, n_missing_field, epochs, mean, ...
 
         Only completed samples count. Each item is reduced to one score first (its mean over
         its epochs), so `n` counts items with a value and `stderr` is over those item scores;
-        `n_failed` counts failed samples (every failed ask). `aggregation: "none"` reports n
-        alone. A batch grader's metrics replace same-named rows (source "batch", no stderr or
-        interval) and its error is shown on every row of that task and model. A run with
-        epochs also gets ``pass_at_<k>`` columns for 0/1 metrics (`evalnb.results.epochs`).
+        `n_failed` counts failed samples (every failed ask) and `n_unscored` the samples that
+        neither failed nor have a value (the grader returned None/NaN, or a stopped run never
+        graded them): with one epoch, n + n_failed + n_unscored is every sample of the task
+        and model. `n_missing_field` counts the samples whose prompt or target template named a
+        field their row lacks (rendered as ""). `aggregation: "none"` reports n alone. A batch
+        grader's metrics replace same-named rows (source "batch", no stderr or interval) and
+        its error is shown on every row of that task and model. A run with epochs also gets
+        ``pass_at_<k>`` columns for 0/1 metrics (`evalnb.results.epochs`).
         """
         return self._metrics_table().drop(columns="n_clusters")
 
@@ -430,8 +467,10 @@ class RunResult:
         import pandas as pd
 
         from evalnb.results.epochs import pass_at_k_ks
+        from evalnb.results.missing import missing_field_counts
 
         frame, columns = self._frame
+        missing = missing_field_counts(frame, self._manifest)
         specs = self._specs()
         epochs = self.epochs
         batch = {(t["task_id"], t["model"]): t for t in self._task_metrics}
@@ -447,16 +486,16 @@ class RunResult:
                 rows.extend(_task_model_rows(task, model, part, specs.get(task, []), columns,
                                              batch.get((task, model)) or {}, batch_ids.get(task) or ["score"],
                                              epochs=epochs, confidence=confidence, clusters=clusters,
-                                             cluster_by=cluster_by))
+                                             cluster_by=cluster_by, n_missing_field=missing.get((task, model), 0)))
         order = list(METRICS_COLUMNS)
         order.insert(order.index("n") + 1, "n_clusters")
         order += [f"pass_at_{k}" for k in pass_at_k_ks(epochs)]
         table = pd.DataFrame.from_records(rows, columns=order)
         table["error"] = pd.Series([r["error"] for r in rows], dtype="object")
         table["n_clusters"] = pd.array([r.get("n_clusters") for r in rows], dtype="Int64")
-        return table.astype({"n": "int64", "n_failed": "int64", "epochs": "int64", "mean": "float64",
-                             "stderr": "float64", "ci_low": "float64", "ci_high": "float64",
-                             "higher_is_better": "bool"})
+        return table.astype({"n": "int64", "n_failed": "int64", "n_unscored": "int64", "n_missing_field": "int64",
+                             "epochs": "int64", "mean": "float64", "stderr": "float64", "ci_low": "float64",
+                             "ci_high": "float64", "higher_is_better": "bool"})
 
     # ---- comparisons ----------------------------------------------------------------------------
     def _clusters(self, cluster_by: str | None) -> dict[tuple[str, int], Any] | None:
@@ -484,12 +523,24 @@ class RunResult:
         `evalnb.results.comparison.paired`); `metric=None` takes each task's first metric.
         With epochs, each item's score is its mean over epochs. ``cluster_by`` (a dataset-row
         field, as in `summarize`) clusters the per-item differences: CR1 stderr, a t_{G-1}
-        interval and an ``n_clusters`` column.
+        interval and an ``n_clusters`` column. A batch-grader metric has no per-item scores: its
+        row says so in ``note`` (and asking for it alone is a ValueError saying so).
         """
         from evalnb.results.comparison import paired
 
         return paired(self.scores, model_a, model_b, task_id=task_id, metric=metric, n_resamples=n_resamples,
-                      seed=seed, clusters=self._clusters(cluster_by))
+                      seed=seed, clusters=self._clusters(cluster_by), batch_metrics=self._batch_metrics())
+
+    def _batch_metrics(self) -> set[tuple[str, str]]:
+        """(task_id, metric) of task-level metrics: a batch grader's, reported or declared."""
+        found = {(t["task_id"], m) for t in self._task_metrics for m in (t.get("metrics") or {})}
+        for task in (self._manifest or {}).get("tasks") or []:
+            grader = task.get("grader") or {}
+            execution = grader.get("execution") or ("aggregate" if grader.get("contract") == "batch" else None)
+            if execution == "aggregate":
+                found.update((task["id"], m.get("id") if isinstance(m, Mapping) else str(m))
+                             for m in task.get("metrics") or [])
+        return found
 
     def paired_all(
         self,
@@ -509,7 +560,8 @@ class RunResult:
         from evalnb.results.comparison import paired_all
 
         return paired_all(self.scores, models if models is not None else self.models, task_id=task_id, metric=metric,
-                          n_resamples=n_resamples, seed=seed, clusters=self._clusters(cluster_by))
+                          n_resamples=n_resamples, seed=seed, clusters=self._clusters(cluster_by),
+                          batch_metrics=self._batch_metrics())
 
     def diff(self, baseline: RunResult, *, confidence: float = 0.95, cluster_by: str | None = None) -> pd.DataFrame:
         """This run against ``baseline`` (an earlier run of the same tasks), item by item.
@@ -558,7 +610,8 @@ class RunResult:
     def summary(self) -> str:
         """A plain-text report: the run line, then mean [95% CI] (n) per task x metric x model."""
         counts = self._run.get("counts") or {}
-        head = [f"RunResult {self.run_id or '(not stored)'}  status: {self.status or 'unknown'}"]
+        named = f" {self.name!r}" if self.name else ""
+        head = [f"RunResult {self.run_id or '(not stored)'}{named}  status: {self.status or 'unknown'}"]
         if self._run.get("suite_version"):
             head.append(f"  suite {str(self._run['suite_version'])[:16]}")
         if counts:
@@ -637,6 +690,8 @@ class RunResult:
         counts = self._run.get("counts") or {}
         info = [f"<b>run</b> <code>{esc(str(self.run_id or '(not stored)'))}</code>",
                 f"<b>status</b> {esc(str(self.status or 'unknown'))}"]
+        if self.name:
+            info.insert(1, f"<b>name</b> {esc(self.name)}")
         if self._run.get("suite_version"):
             info.append(f"<b>suite</b> <code>{esc(str(self._run['suite_version'])[:16])}</code>")
         if counts:
@@ -693,12 +748,19 @@ def _describe(row: Mapping[str, Any]) -> str:
         parts.append(_fmt(row["mean"]))
         if row["ci_low"] == row["ci_low"]:
             parts.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
-    notes = [f"n={row['n']}" if row["source"] == "samples" else "batch"]
-    if row["n_failed"]:
-        notes.append(f"{row['n_failed']} failed")
+    notes = [f"n={row['n']}" if row["source"] == "samples" else "batch"] + _counts(row)
     if row.get("error"):
         notes.append(f"error: {row['error']}")
     return " ".join(parts + [", ".join(notes)])
+
+
+def _counts(row: Mapping[str, Any]) -> list[str]:
+    """What the mean leaves out, for the report: failed and unscored samples, prompts missing a field."""
+    notes = []
+    for key, words in (("n_failed", "failed"), ("n_unscored", "unscored"), ("n_missing_field", "missing a field")):
+        if row.get(key):
+            notes.append(f"{row[key]:,} {words}")
+    return notes
 
 
 def _best(cell: Mapping[str, Any], models: list[str]) -> str | None:
@@ -723,9 +785,7 @@ def _html_cell(row: Mapping[str, Any] | None, *, bold: bool) -> str:
     details = []
     if row["ci_low"] == row["ci_low"]:
         details.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
-    notes = [f"n={row['n']:,}" if row["source"] == "samples" else "batch"]
-    if row["n_failed"]:
-        notes.append(f"{row['n_failed']:,} failed")
+    notes = [f"n={row['n']:,}" if row["source"] == "samples" else "batch"] + _counts(row)
     details.append(", ".join(notes))
     out = f'{top}<br><span style="font-size:smaller">{esc(" ".join(details))}</span>'
     if row.get("error"):

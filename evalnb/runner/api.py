@@ -37,13 +37,35 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
     ``metadata``, ``reuse`` (default True: reuse stored outputs), ``allow_network`` (True or
     task ids whose graders and preprocessors may use the network; default: none may),
     ``progress`` (True / False / "text"), ``store`` (an `evalnb.store.Store`; default: the
-    evalnb home). All but ``progress`` and ``store`` are stored with the run; `resume` uses them.
-    Interrupting (Ctrl-C, the notebook's interrupt button) keeps every finished sample and
-    returns a partial result with status ``cancelled``. The panel's Stop button does the same
-    for a run the kernel is not blocked on: ``task = asyncio.ensure_future(evalnb.arun(...))``,
-    then ``result = await task`` (a blocked cell only sees the click after it ends).
+    evalnb home), ``name`` (a label shown by `evalnb.runs()` and ``evalnb runs``, e.g. "v2:
+    neutral defined"). All but ``progress``, ``store`` and ``name`` are stored with the run;
+    `resume` uses them (the name is stored as the run's name).
+    Interrupting (Ctrl-C, the notebook's interrupt button) saves every finished sample, marks
+    the run ``cancelled`` and then raises KeyboardInterrupt (its message and ``.run_id`` name
+    the run), so a script that loops over runs stops at the first Ctrl-C;
+    ``evalnb.load_run("latest")`` gives the partial result and ``evalnb.resume(run_id)``
+    continues it. The panel's Stop button instead returns the partial result (status
+    ``cancelled``) for a run the kernel is not blocked on:
+    ``task = asyncio.ensure_future(evalnb.arun(...))``, then ``result = await task`` (a
+    blocked cell only sees the click after it ends).
     """
-    return run_sync(arun(suite, models, **options))
+    return _raise_if_interrupted(run_sync(arun(suite, models, **options)))
+
+
+def _raise_if_interrupted(result: "RunResult") -> "RunResult":
+    """A run that Ctrl-C (or the kernel's interrupt) stopped is saved; now stop the caller too."""
+    if not getattr(result, "interrupted", False):
+        return result
+    counts = result.run.get("counts") or {}
+    run_id = result.run_id
+    # A plain KeyboardInterrupt (a subclass would make an uncaught one exit 1, not as interrupted)
+    stop = KeyboardInterrupt(
+        f"run {run_id} interrupted: {int(counts.get('total') or 0)} finished sample(s) saved (status "
+        f"cancelled); resume with `evalnb.resume({run_id!r})` (or run the same thing again); the partial "
+        'result is `evalnb.load_run("latest")`'
+    )
+    stop.run_id = run_id  # type: ignore[attr-defined]
+    raise stop
 
 
 async def arun(
@@ -63,8 +85,15 @@ async def arun(
     progress: bool | str | None = None,
     store: Any = None,
     epochs: int = 1,
+    name: str | None = None,
 ) -> "RunResult":
-    """The async form of `run`: ``result = await evalnb.arun(suite, models=[...])``."""
+    """The async form of `run`: ``result = await evalnb.arun(suite, models=[...])``.
+
+    Cancelling the task that awaits it (``task.cancel()``, the panel's Stop button, the
+    kernel's interrupt while the cell awaits it) saves every finished sample and *returns* the
+    partial result with status ``cancelled`` rather than raising CancelledError: a notebook
+    awaiting it keeps the result. `run` is the one that raises on Ctrl-C.
+    """
     check_mode(progress)
     plan = make_plan(
         suite,
@@ -80,6 +109,7 @@ async def arun(
         reuse=reuse,
         epochs=epochs,
         allow_network=allow_network,
+        name=name,
     )
     return await RunEngine(plan, store=store, progress=progress).execute()
 
@@ -99,8 +129,9 @@ def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool |
     pid; on another host (a re-created container gets a new host name) it counts as gone
     once its heartbeat is two minutes old, or at once with ``force=True``.
     """
-    return run_sync(aresume(run_id, models=models, progress=progress, store=store, concurrency=concurrency,
-                            judge_model=judge_model, embedding_model=embedding_model, force=force))
+    return _raise_if_interrupted(run_sync(aresume(run_id, models=models, progress=progress, store=store,
+                                                  concurrency=concurrency, judge_model=judge_model,
+                                                  embedding_model=embedding_model, force=force)))
 
 
 async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
@@ -153,17 +184,22 @@ def stored_options(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def runs(store: Any = None) -> "pd.DataFrame":
-    """Every stored run, newest first, as a DataFrame."""
+    """Every stored run, newest first, as a DataFrame (run_id, name, suite_version, status, ...)."""
     from evalnb.store import Store
 
     return (store or Store()).list_runs()
 
 
 def load_run(run_id: str, store: Any = None) -> "RunResult":
-    """A stored run's `RunResult` (finished or not)."""
+    """A stored run's `RunResult` (finished or not); ``"latest"`` is the newest run."""
     from evalnb.results.run_result import RunResult
-    from evalnb.store import Store
+    from evalnb.store import Store, UnknownRunError
 
     store = store or Store()
+    if run_id == "latest":
+        latest = store.latest_run_id()
+        if latest is None:
+            raise UnknownRunError(f"no runs in {store.path} yet, so there is no 'latest' run")
+        run_id = latest
     store.get_run(run_id)  # a clear error for an unknown id
     return RunResult(store, run_id)

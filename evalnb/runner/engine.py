@@ -69,6 +69,7 @@ class RunEngine(GradingPipeline):
         self._grading: set[asyncio.Task] = set()
         # generated samples waiting for (or in) a per-sample grader, by (task, model, index, epoch)
         self._ungraded: dict[tuple[str, str, int, int], dict] = {}
+        self.interrupted = False  # cancelled from outside (Ctrl-C, task.cancel()), not by Stop
 
     # ---- lifecycle ------------------------------------------------------------------------
     async def execute(self) -> "RunResult":
@@ -110,6 +111,7 @@ class RunEngine(GradingPipeline):
                 error = "; ".join(f"task {t!r}: {m}" for t, m in self.task_errors.items())
         except (asyncio.CancelledError, KeyboardInterrupt):
             status = "cancelled"
+            self.interrupted = not self.progress.stop_requested  # not the panel's Stop button
             current = asyncio.current_task()
             if current is not None:
                 while current.uncancel():
@@ -122,7 +124,9 @@ class RunEngine(GradingPipeline):
             await self._shutdown(ticker, warm, status, error)
         except asyncio.CancelledError:
             pass  # interrupted while closing: samples and status are saved already (see _shutdown)
-        return RunResult(store, self.run_id)
+        result = RunResult(store, self.run_id)
+        result.interrupted = self.interrupted  # evalnb.run / resume then raise KeyboardInterrupt
+        return result
 
     def _open_run(self) -> None:
         plan, store = self.plan, self.store
@@ -151,11 +155,13 @@ class RunEngine(GradingPipeline):
         base_dir = str(suite.base_dir) if suite.base_dir else None
         # the stored run record keeps only model names for the judge and embedding models, and
         # no key variables: resume() rebuilds the models from this
+        # a name given now labels the run, also one this run continues
+        named = {} if plan.name is None else {"name": plan.name}
         store.update_run(self.run_id, summary={
             "base_dir": base_dir,
             "models": [model_record(m) for m in plan.models],
             "options": plan.stored_options(),
-        })
+        }, **named)
         self.progress.run_id = self.run_id
 
     def _request_stop(self) -> None:
@@ -263,6 +269,7 @@ class RunEngine(GradingPipeline):
             for model in plan.models:
                 if (task_id, model.label) in stale:
                     self.store.write_task_metrics(self.run_id, task_id, model.label, None, error=None)
+            self._warn_missing_fields(task, items)
             per_sample = grader.execution == "per_sample"
             state = TaskState(task, items, grader, make_extractor(task.extraction), per_sample)
             epochs = range(plan.epochs)
@@ -289,6 +296,25 @@ class RunEngine(GradingPipeline):
             self.tasks[task_id] = state
         self._done_keys = done
         self._make_clients()  # after the rows and graders: the client code loads meanwhile (see preload)
+
+    def _warn_missing_fields(self, task: Any, items: list[Any]) -> None:
+        """A template field in none of the task's rows renders as "" in every prompt: say so, loudly.
+
+        On the progress display (terminal and notebook) when there is one, else as a Python
+        warning; `RunResult.metrics` counts the prompts (`n_missing_field`) either way.
+        """
+        import warnings
+
+        from evalnb.errors import MissingFieldWarning
+        from evalnb.suite.checks import missing_field_problems
+
+        position = next(i for i, t in enumerate(self.plan.suite.tasks) if t.id == task.id)
+        for problem in missing_field_problems(task, position, [item.row for item in items]):
+            message = f'{problem}; it renders as "" in all {len(items)} prompts'
+            if self.display is not None:
+                self.progress.warn(message)
+            else:
+                warnings.warn(message, MissingFieldWarning, stacklevel=1)
 
     def _make_clients(self) -> None:
         from evalnb.providers import AdaptiveLimit, ClientPool, ModelClient
@@ -457,6 +483,7 @@ class RunEngine(GradingPipeline):
             "sample_index": item.index,
             "epoch": epoch,
             "prompt": item.prompt,
+            "prompt_text": item.question,
             "target": item.target,
             "dataset_row": item.row,
             "output_text": None,
@@ -467,6 +494,7 @@ class RunEngine(GradingPipeline):
             "scores": {},
             "judge": None,
             "error": None,
+            "log": None,
             "status": "scoring",
         }
         if output is not None:

@@ -48,6 +48,8 @@ class GradingPipeline:
                     self._record(task_id, label, s, error={"stage": "grading", "message": message})
                 return
             for s, g in zip(samples, grades):
+                if g.log is not None:
+                    s["log"] = g.log  # what the grader printed, also for a sample it failed on
                 if g.error:
                     self._finish(task_id, label, s, error={"stage": "grading", "message": g.error})
                     continue

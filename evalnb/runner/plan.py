@@ -18,6 +18,7 @@ MAX_MODELS = 20
 MAX_CONCURRENCY = 25
 DEFAULT_CONCURRENCY = 4
 MAX_EPOCHS = 100
+MAX_NAME = 200  # as the store's run name
 
 
 @dataclass
@@ -38,6 +39,7 @@ class RunPlan:
     reuse: bool = True
     epochs: int = 1
     network_tasks: frozenset[str] = frozenset()  # tasks whose user code keeps the network
+    name: str | None = None  # a label for people (`evalnb runs`); not part of what the run computes
 
     def stored_options(self) -> dict[str, Any]:
         """Every option that shapes this run, as JSON (no keys): what `resume` runs with again."""
@@ -83,6 +85,7 @@ def make_plan(
     reuse: bool = True,
     epochs: int = 1,
     allow_network: bool | Sequence[str] = False,
+    name: str | None = None,
 ) -> RunPlan:
     from evalnb.suite.generation import Generation
     from evalnb.suite import Suite
@@ -121,6 +124,8 @@ def make_plan(
         unknown = [t for t in chosen if t not in known]
         if unknown or not chosen:
             raise ValueError(f"task_ids: unknown task(s) {unknown}; the suite has {known}")
+    if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME):
+        raise ValueError(f"name: a run name must be 1-{MAX_NAME} characters of text, got {name!r}")
     gen = Generation.from_value(generation).canonical()
     if allow_network is True:
         network_tasks = frozenset(chosen)
@@ -150,6 +155,7 @@ def make_plan(
         reuse=bool(reuse),
         epochs=epochs,
         network_tasks=network_tasks,
+        name=name,
     )
 
 

@@ -66,6 +66,11 @@ class RunProgress:
     started: float = field(default_factory=time.monotonic)
     status: str = "in_progress"
     stop_requested: bool = False
+    warnings: list[str] = field(default_factory=list)  # shown above the counters, once each
+
+    def warn(self, message: str) -> None:
+        """Something the run goes on with but the user must see (a template field no row has)."""
+        self.warnings.append(message)
 
     def model(self, label: str) -> ModelProgress:
         mp = self.models.get(label)
@@ -91,9 +96,14 @@ class TextDisplay:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._last_line = ""
         self._last_print = 0.0
+        self._warned = 0
 
     def update(self, final: bool = False) -> None:
         p = self.progress
+        for message in p.warnings[self._warned:]:  # each on its own line, above the progress line
+            self.stream.write(("\r" + " " * len(self._last_line) + "\r" if self.tty else "")
+                              + f"evalnb: warning: {message}\n")
+        self._warned = len(p.warnings)
         elapsed = time.monotonic() - p.started
         rate = p.done / elapsed if elapsed > 0 else 0.0
         models = " | ".join(f"{m.label}: {m.describe()}" for m in p.models.values())
@@ -126,7 +136,9 @@ class WidgetDisplay:
         self.stop_button.on_click(lambda _b: self._stop(on_stop))
         self.rows: dict[str, tuple[Any, Any]] = {}
         self.body = w.VBox()
-        self.panel = w.VBox([w.HBox([self.title, self.stop_button]), self.body])
+        self.warnings = w.HTML()
+        self._warned = 0
+        self.panel = w.VBox([w.HBox([self.title, self.stop_button]), self.warnings, self.body])
         self.panel.add_class("evalnb-progress")
         self.update()
 
@@ -158,6 +170,9 @@ class WidgetDisplay:
             f"<b>evalnb run</b> <code>{p.run_id}</code> — {p.status}, "
             f"{p.done}/{p.total} samples, {elapsed:.1f}s"
         )
+        if len(p.warnings) != self._warned:
+            self.warnings.value = _warnings_html(p.warnings)
+            self._warned = len(p.warnings)
         for m in p.models.values():
             bar, text = self._row(m.label)
             bar.max = max(m.total, 1)
@@ -186,7 +201,7 @@ class WidgetDisplay:
         )
         return (
             f"<div class='evalnb-progress-static evalnb-static-widget'><b>evalnb run</b> <code>{html.escape(p.run_id)}</code>"
-            f" — {html.escape(p.status)}, {p.done}/{p.total} samples"
+            f" — {html.escape(p.status)}, {p.done}/{p.total} samples{_warnings_html(p.warnings)}"
             f"<table><tr><th>model</th><th>done</th><th>detail</th></tr>{rows}</table></div>"
         )
 
@@ -197,6 +212,12 @@ class WidgetDisplay:
         return display_bundle(self.panel, self.static_html())
 
     handle = None
+
+
+def _warnings_html(messages: list[str]) -> str:
+    from evalnb.widgets._html import warning
+
+    return "".join(warning(m) for m in messages)
 
 
 def in_notebook() -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .isolation import SandboxIsolationWarning
 from .job import CallResult, CodeLoadError, Job, UserCode, spec_value, user_code_from_spec
 from .pool import SandboxPool
-from .preprocessing import arun_preprocessor, default_pool, preprocess, run_preprocessor
+from .preprocessing import arun_preprocessor, check_preprocessor, default_pool, preprocess, run_preprocessor
 from .report import sandbox_isolation
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "SandboxPool",
     "UserCode",
     "arun_preprocessor",
+    "check_preprocessor",
     "default_pool",
     "preprocess",
     "run_preprocessor",

@@ -88,6 +88,7 @@ class CallResult:
     value: Any = None
     error: str | None = None
     skipped: bool = False  # never ran: the batch stopped early (fail-fast, fatal error, broken worker)
+    log: str | None = None  # what the call printed to sys.stdout/sys.stderr (its last few KB)
 
 
 class CodeLoadError(SandboxError):

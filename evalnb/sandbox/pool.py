@@ -482,13 +482,15 @@ class SandboxPool:
                         raise WorkerGone("protocol error: results out of order")
                     for entry in entries:
                         if type(entry) is not list or len(entry) != 2:
-                            raise WorkerGone("protocol error: malformed result")
-                        if entry[0] == 1:
+                            result = results[expected] = _printed_result(entry)
+                        elif entry[0] == 1:
                             results[expected] = CallResult(True, entry[1])
+                            expected += 1
+                            continue
                         else:
-                            results[expected] = CallResult(False, None, _error_text(entry[1]))
-                            if job.fail_fast:
-                                batch.stop.set()
+                            result = results[expected] = CallResult(False, None, _error_text(entry[1]))
+                        if not result.ok and job.fail_fast:
+                            batch.stop.set()
                         expected += 1
                 elif op == "bridge":
                     started = max(worker.progress()[1], last_event) / 1e9
@@ -521,6 +523,15 @@ class SandboxPool:
                 if not expected <= index < hi:  # died between calls, or a slot user code scribbled on
                     index = min(expected, hi - 1)
                 raise _Lost(index, expected, reason) from None
+
+
+def _printed_result(entry: Any) -> CallResult:
+    """A result entry with a third element: the text the call printed (see worker.py)."""
+    if type(entry) is not list or len(entry) != 3 or type(entry[2]) is not str:
+        raise WorkerGone("protocol error: malformed result")
+    if entry[0] == 1:
+        return CallResult(True, entry[1], log=entry[2])
+    return CallResult(False, None, _error_text(entry[1]), log=entry[2])
 
 
 def _error_text(error: Any) -> str:

@@ -58,13 +58,7 @@ async def arun_preprocessor(
     try:
         results = await (pool or default_pool()).run(job, calls)
     except CodeLoadError as exc:
-        if exc.missing:
-            names = ", ".join(job.names)
-            raise PreprocessError(
-                f"task {task_id!r}: the preprocessor (contract {contract!r}) defines none of the "
-                f"accepted functions: {names}"
-            ) from None
-        raise PreprocessError(f"task {task_id!r}: the preprocessor failed to load: {exc.message}") from None
+        raise _load_error(exc, contract, job, task_id) from None
     failed = [(i, r) for i, r in enumerate(results) if not r.ok]
     if failed:
         index, result = next(((i, r) for i, r in failed if not r.skipped), failed[0])
@@ -74,6 +68,24 @@ async def arun_preprocessor(
     for index, result in enumerate(results):
         out.extend(_rows(result.value, task_id, index if contract == "row" else None))
     return out
+
+
+async def check_preprocessor(spec: Any, *, task_id: str, pool: SandboxPool | None = None) -> None:
+    """Load the preprocessor in a worker and find its function, without running it on a row."""
+    contract, job = _job(spec, task_id)
+    try:
+        await (pool or default_pool()).check(job)
+    except CodeLoadError as exc:
+        raise _load_error(exc, contract, job, task_id) from None
+
+
+def _load_error(exc: CodeLoadError, contract: str, job: Job, task_id: str) -> PreprocessError:
+    if exc.missing:
+        return PreprocessError(
+            f"task {task_id!r}: the preprocessor (contract {contract!r}) defines none of the "
+            f"accepted functions: {', '.join(job.names)}"
+        )
+    return PreprocessError(f"task {task_id!r}: the preprocessor failed to load: {exc.message}")
 
 
 def _job(spec: Any, task_id: str) -> tuple[str, Job]:

@@ -8,7 +8,9 @@ parent -> worker   ["run", job, start, calls]      run calls[k] as call number s
                    ["exit"]
 worker -> parent   ["ready", pid, isolation]        once, after limits are in place
                    ["loaded"]                       the job's code is loaded (per "run")
-                   ["res", i, [[1, value] | [0, error], ...]]   results of calls i, i+1, ... in order
+                   ["res", i, [[1, value] | [0, error], ...]]   results of calls i, i+1, ... in order;
+                                    an entry has a third element, a string, when the call
+                                    printed something (the last few KB of it)
                    ["bridge", i, request_id, kind, request]   call i asks for a model call
                    ["fatal", error]                 the code could not be loaded
                    ["done", next_index]             end of the "run" frame

@@ -5,7 +5,9 @@ The pool starts it as ``python -I <this file> CONFIG``. It imports only the stan
 through the evalnb package), so it is ready in a few tens of milliseconds. It then:
 
 1. moves the protocol off stdin/stdout onto private descriptors, so anything user code prints
-   (or a C library writes to fd 1) goes to stderr and cannot corrupt a frame;
+   (or a C library writes to fd 1) goes to stderr and cannot corrupt a frame; Python-level
+   ``sys.stdout``/``sys.stderr`` writes during a call are kept instead (the last ``LOG_CHARS``
+   characters travel with that call's result, for its sample's ``log``);
 2. limits itself (rlimits, the seccomp filter, Python-level guards) before any user code runs;
 3. loads each job's code once (cached by content hash) and runs batches of calls. Results go
    out in batches; before each call the worker writes its index and start time into a shared
@@ -52,6 +54,7 @@ FLUSH_SECONDS = 0.01  # and at least this often while calls complete
 MAX_RESULT_BYTES = 16 * 1024 * 1024
 CODE_CACHE_SIZE = 16
 USER_MODULE_NAME = "evalnb_user_code"
+LOG_CHARS = 4096  # what one call printed, its last this many characters, goes back with its result
 
 
 class CallTimeout(BaseException):
@@ -74,6 +77,10 @@ class _State:
     bridged = False  # the current call made a model call: flush its result right away
     results: Results | None = None
     slot: memoryview | None = None  # (call index, start ns) shared with the parent
+    log_chars = 0
+
+    def __init__(self) -> None:
+        self.log: list[str] = []  # text the current call wrote to sys.stdout / sys.stderr (see _Capture)
 
 
 STATE = _State()
@@ -94,6 +101,57 @@ def _on_alarm(signum: int, frame: object) -> None:
 
 def _seconds(value: float) -> str:
     return f"{value:g} s"
+
+
+class _Capture:
+    """``sys.stdout`` and ``sys.stderr`` of the worker: what a call writes is kept for its result.
+
+    A write is an append to a list (trimmed to the last ``LOG_CHARS`` now and then), so a call
+    that prints nothing costs one truth test. Outside a call (loading code, threads user code
+    left behind) text goes on to the real stderr, as before.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        st = STATE
+        if not st.in_call:
+            return self._stream.write(text)
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        st.log.append(text)
+        st.log_chars += len(text)
+        if st.log_chars > 4 * LOG_CHARS:
+            kept = "".join(st.log)[-LOG_CHARS:]
+            st.log = [kept]
+            st.log_chars = len(kept)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if not STATE.in_call:
+            self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> Any:  # encoding, errors, fileno, buffer, ...
+        return getattr(self._stream, name)
+
+
+def _take_log() -> str | None:
+    """What the call that just ended printed (its last LOG_CHARS characters), or None."""
+    st = STATE
+    if not st.log:
+        return None
+    text = "".join(st.log)
+    st.log = []
+    st.log_chars = 0
+    return text[-LOG_CHARS:]
 
 
 class Channel:
@@ -235,6 +293,9 @@ def _load(code: dict) -> dict | BaseException:
         exec(compile(code["source"], code["filename"], "exec"), namespace)
 
     ok, error = _guarded(run_module, [])
+    printed = _take_log()
+    if printed:  # output while loading goes where it went before: the worker's stderr
+        sys.__stderr__.write(printed)
     if not ok:
         return error
     _CODE[key] = namespace
@@ -298,10 +359,11 @@ def _run(channel: Channel, job: dict, start: int, calls: list) -> None:
                 args.append(context.Context(ctx_info, send, access, limit))
             st.bridged = False
             ok, value = _guarded(fn, args, index)
+            log = _take_log() if st.log else None
             if ok:
-                part = _result_part(value, fn_name)
+                part = _result_part(value, fn_name, log)
             else:
-                part = dumps([0, _describe(value, filename, fn_name)])
+                part = _error_part(_describe(value, filename, fn_name), log)
             value = args = None  # type: ignore[assignment]
             results.add(part)
             if st.bridged:
@@ -345,17 +407,22 @@ def _grade_unpacker(spec: dict) -> Any:
     return unpack
 
 
-def _result_part(value: Any, fn_name: str) -> bytes:
-    """``[1, value]`` as JSON, or ``[0, error]`` when the value is not JSON or too large."""
+def _result_part(value: Any, fn_name: str, log: str | None = None) -> bytes:
+    """``[1, value]`` as JSON, or ``[0, error]`` when the value is not JSON or too large;
+    with a third element, ``log``, when the call printed something."""
     try:
-        part = dumps([1, value])
+        part = dumps([1, value] if log is None else [1, value, log])
     except Exception as exc:  # noqa: BLE001 - TypeError, ValueError (circular), RecursionError, MemoryError
         message = f"{fn_name} returned a value that is not JSON ({type(value).__name__}: {exc})"
-        return dumps([0, {"type": "NotJSON", "message": message, "line": None}])
+        return _error_part({"type": "NotJSON", "message": message, "line": None}, log)
     if len(part) > MAX_RESULT_BYTES:
         message = f"{fn_name} returned {len(part)} bytes of JSON; the limit is {MAX_RESULT_BYTES}"
-        return dumps([0, {"type": "ResultTooLarge", "message": message, "line": None}])
+        return _error_part({"type": "ResultTooLarge", "message": message, "line": None}, log)
     return part
+
+
+def _error_part(error: dict, log: str | None) -> bytes:
+    return dumps([0, error] if log is None else [0, error, log])
 
 
 def _take_protocol_fds() -> Channel:
@@ -393,6 +460,7 @@ def main(argv: list[str]) -> None:
     import faulthandler
 
     faulthandler.enable()  # a segfault in user code leaves a Python traceback on stderr
+    sys.stdout, sys.stderr = _Capture(sys.stdout), _Capture(sys.stderr)
     channel.send(encode(["ready", os.getpid(), isolation]))
     while True:
         message = channel.recv()

@@ -49,6 +49,7 @@ class SampleGrade:
     judge: Any = None
     metadata: Any = None
     error: str | None = None
+    log: str | None = None  # what ``grade`` printed for this sample (its last few KB)
 
     @property
     def failed(self) -> bool:
@@ -205,6 +206,13 @@ def normalize_batch(
     return BatchGrade(metrics=metrics, sample_updates=updates)
 
 
+def _printed_grade(result: Any, metric_id: str) -> SampleGrade:
+    """The grade of a call that printed something: its output goes on the sample as ``log``."""
+    grade = normalize_grade(result.value, metric_id) if result.ok else SampleGrade(error=result.error)
+    grade.log = result.log
+    return grade
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (bool, int, float))
 
@@ -302,7 +310,11 @@ class Grader:
             return [SampleGrade(error=self._load_message(exc)) for _ in samples]
         metric_id = self.metric_id
         with gc_paused():  # one small object per sample while the caller holds every sample
-            return [normalize_grade(r.value, metric_id) if r.ok else SampleGrade(error=r.error) for r in results]
+            return [
+                (normalize_grade(r.value, metric_id) if r.ok else SampleGrade(error=r.error))
+                if r.log is None else _printed_grade(r, metric_id)
+                for r in results
+            ]
 
     async def grade_batch(self, samples: list[dict], items: list[dict], *, model: str) -> BatchGrade:
         """``aggregate`` execution: one ``grade_batch`` call with every sample (each with its ``item``)."""
@@ -313,7 +325,10 @@ class Grader:
         except CodeLoadError as exc:
             return BatchGrade(error=self._load_message(exc))
         if not result.ok:
-            return BatchGrade(error=result.error)
+            # the task's metrics row has no log: keep the end of what it printed with the error
+            log = result.log or ""
+            printed = f" (it printed: {log if len(log) <= 1000 else '...' + log[-1000:]})" if log else ""
+            return BatchGrade(error=f"{result.error}{printed}")
         return normalize_batch(result.value, self.metric_id, len(samples))
 
     def grade_samples_sync(self, samples: list[dict], items: list[dict], *, model: str) -> list[SampleGrade]:

@@ -21,7 +21,7 @@ SAMPLE_STATUSES = ("queued", "generating", "scoring", "completed", "failed")
 FINISHED_SAMPLE_STATUSES = ("completed", "failed")
 
 _KEY_COLS = ("run_id", "task_id", "model", "sample_index", "epoch")
-_TEXT_FIELDS = ("target", "output_text", "extracted_output", "response_id")
+_TEXT_FIELDS = ("target", "output_text", "extracted_output", "response_id", "log")
 _KEY_FIELDS = ("request_key", "grader_key")  # hex digests: nothing to redact
 _JSON_FIELDS = ("scores", "judge", "error", "usage")
 _TIME_FIELDS = ("started_at", "completed_at")
@@ -33,10 +33,11 @@ _KINDS = {
     **dict.fromkeys(_JSON_FIELDS, _JSON),
     **dict.fromkeys(_TIME_FIELDS, _TIME),
     "prompt": _PROMPT,
+    "prompt_text": _PROMPT,
     "dataset_row": _ROW,
     "latency_s": _FLOAT,
 }
-_COLUMN = {"prompt": "prompt_hash", "dataset_row": "dataset_row_hash"}
+_COLUMN = {"prompt": "prompt_hash", "prompt_text": "prompt_text_hash", "dataset_row": "dataset_row_hash"}
 
 
 def _unsupported(value: Any) -> Any:
@@ -364,13 +365,14 @@ def _multi_row_sql(head: str, values: str, tail: str, n: int) -> str:
 SAMPLE_SELECT = (
     "SELECT s.run_id, s.task_id, s.model, s.sample_index, s.epoch, s.status, p.body, s.target, s.output_text, "
     "s.extracted_output, s.scores, s.judge, s.error, s.latency_s, s.usage, s.response_id, r.body, "
-    "s.request_key, s.grader_key, s.created_at, s.started_at, s.completed_at "
-    "FROM samples s LEFT JOIN texts p ON p.hash = s.prompt_hash LEFT JOIN texts r ON r.hash = s.dataset_row_hash"
+    "s.request_key, s.grader_key, s.created_at, s.started_at, s.completed_at, q.body, s.log "
+    "FROM samples s LEFT JOIN texts p ON p.hash = s.prompt_hash LEFT JOIN texts r ON r.hash = s.dataset_row_hash "
+    "LEFT JOIN texts q ON q.hash = s.prompt_text_hash"
 )
 SAMPLE_FIELDS = (
     "run_id", "task_id", "model", "sample_index", "epoch", "status", "prompt", "target", "output_text",
     "extracted_output", "scores", "judge", "error", "latency_s", "usage", "response_id", "dataset_row",
-    "request_key", "grader_key", "created_at", "started_at", "completed_at",
+    "request_key", "grader_key", "created_at", "started_at", "completed_at", "prompt_text", "log",
 )
 JSON_FIELDS = ("scores", "judge", "error", "usage", "dataset_row")
 _JSON_POSITIONS = tuple(SAMPLE_FIELDS.index(f) for f in JSON_FIELDS)

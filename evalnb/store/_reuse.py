@@ -17,11 +17,11 @@ from evalnb.store._codec import from_json, text_hash, to_json
 _COPY_SQL = (
     "INSERT OR REPLACE INTO samples (run_id, task_id, model, sample_index, epoch, status, prompt_hash, target, "
     "output_text, extracted_output, scores, judge, error, latency_s, usage, response_id, dataset_row_hash, "
-    "request_key, grader_key, created_at, started_at, completed_at) "
+    "request_key, grader_key, created_at, started_at, completed_at, prompt_text_hash, log) "
     "SELECT ?, task_id, model, sample_index, epoch, status, prompt_hash, target, output_text, extracted_output, "
     "scores, judge, error, latency_s, usage, response_id, dataset_row_hash, request_key, grader_key, "
-    "?, started_at, ? FROM samples WHERE run_id = ? AND task_id = ? AND model = ? AND sample_index = ? "
-    "AND epoch = ? AND status = 'completed'"
+    "?, started_at, ?, prompt_text_hash, log FROM samples WHERE run_id = ? AND task_id = ? AND model = ? "
+    "AND sample_index = ? AND epoch = ? AND status = 'completed'"
 )
 
 

@@ -37,13 +37,14 @@ MAX_EPOCHS = 100
 STALE_AFTER_S = 120
 
 # Fields `update_run` may change.
-UPDATABLE_RUN_FIELDS = frozenset({"status", "started_at", "completed_at", "error", "metadata", "summary", "concurrency"})
+UPDATABLE_RUN_FIELDS = frozenset({"status", "started_at", "completed_at", "error", "metadata", "summary", "concurrency", "name"})
 RUN_JSON_FIELDS = ("models", "generation", "task_ids", "metadata", "versions", "summary")
 _RUN_COLUMNS = (
     "run_id", "suite_version", "status", "models", "generation", "task_ids", "max_samples", "concurrency",
     "judge_model", "embedding_model", "signature", "metadata", "versions", "summary", "error", "owner_pid",
-    "owner_host", "owner_token", "created_at", "started_at", "completed_at", "updated_at", "epochs",
+    "owner_host", "owner_token", "created_at", "started_at", "completed_at", "updated_at", "epochs", "name",
 )
+MAX_RUN_NAME = 200
 _PACKAGES = ("evalnb", "pydantic", "httpx", "pandas", "numpy", "datasets", "regex")
 
 # Runs this process is executing right now: find_resumable_run never hands one of them out,
@@ -143,6 +144,17 @@ def check_epochs(epochs: Any) -> int:
     return epochs
 
 
+def check_name(name: Any) -> str | None:
+    """A run name: a label people read (`evalnb runs`), 1-200 characters, or None."""
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"run name must be a non-empty string, got {name!r}")
+    if len(name) > MAX_RUN_NAME:
+        raise ValueError(f"run name must be at most {MAX_RUN_NAME} characters (found {len(name)})")
+    return name
+
+
 def check_metadata(metadata: Any) -> dict[str, Any]:
     """Run metadata: keys of 1-64 characters, string values of at most 512."""
     if metadata is None:
@@ -183,6 +195,7 @@ class RunRecords:
         run_id: str | None = None,
         status: str = "queued",
         epochs: int = 1,
+        name: str | None = None,
     ) -> str:
         """Record a new run owned by this process and return its id (`eval_run_<32 hex>`).
 
@@ -208,6 +221,7 @@ class RunRecords:
         if concurrency is not None:
             check_concurrency(concurrency)
         meta = self._scrub(check_metadata(metadata))
+        name = self._scrub(check_name(name))
         check_run_status(status)
         check_epochs(epochs)
         run_id = run_id or new_run_id()
@@ -223,13 +237,13 @@ class RunRecords:
             conn.execute(
                 "INSERT INTO runs (run_id, suite_version, status, models, generation, task_ids, max_samples, "
                 "concurrency, judge_model, embedding_model, signature, metadata, versions, owner_pid, owner_host, "
-                "owner_token, created_at, started_at, updated_at, epochs) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "owner_token, created_at, started_at, updated_at, epochs, name) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id, suite_version, status, to_json(clean_models), canonical_json(gen),
                     None if tasks is None else to_json(tasks), max_samples, concurrency, judge_model,
                     embedding_model, signature, to_json(meta), to_json(package_versions()), owner.pid,
-                    owner.host, owner.token, now, now if status == "in_progress" else None, now, epochs,
+                    owner.host, owner.token, now, now if status == "in_progress" else None, now, epochs, name,
                 ),
             )
         if status not in TERMINAL_RUN_STATUSES:
@@ -264,6 +278,8 @@ class RunRecords:
             sets["summary"] = None if fields["summary"] is None else to_json(self._scrub(fields["summary"]))
         if "concurrency" in fields:
             sets["concurrency"] = check_concurrency(fields["concurrency"])
+        if "name" in fields:
+            sets["name"] = self._scrub(check_name(fields["name"]))
         assignments = [f"{name} = ?" for name in sets]
         params: list[Any] = list(sets.values())
         if status == "in_progress" and "started_at" not in fields:
@@ -315,7 +331,7 @@ class RunRecords:
             where.append("r.status = ?")
             params.append(check_run_status(status))
         sql = (
-            "SELECT r.run_id, r.suite_version, r.status, r.models, r.task_ids, r.judge_model, r.created_at, "
+            "SELECT r.run_id, r.name, r.suite_version, r.status, r.models, r.task_ids, r.judge_model, r.created_at, "
             "r.started_at, r.completed_at, r.error, r.metadata, "
             "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id), "
             "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'completed'), "
@@ -326,10 +342,10 @@ class RunRecords:
             sql += " LIMIT ?"
             params.append(int(limit))
         records = []
-        for (rid, sver, st, models, tasks, judge, created, started, completed, error, meta, n, n_ok, n_failed) in self._rows(sql, params):
+        for (rid, name, sver, st, models, tasks, judge, created, started, completed, error, meta, n, n_ok, n_failed) in self._rows(sql, params):
             records.append(
                 {
-                    "run_id": rid, "suite_version": sver, "status": st,
+                    "run_id": rid, "name": name, "suite_version": sver, "status": st,
                     "models": ", ".join(m["label"] for m in from_json(models)),
                     "tasks": ", ".join(from_json(tasks)) if tasks else "(all)",
                     "n_samples": n, "n_completed": n_ok, "n_failed": n_failed,
@@ -339,14 +355,20 @@ class RunRecords:
                 }
             )
         columns = [
-            "run_id", "suite_version", "status", "models", "tasks", "n_samples", "n_completed", "n_failed",
+            "run_id", "name", "suite_version", "status", "models", "tasks", "n_samples", "n_completed", "n_failed",
             "created_at", "started_at", "completed_at", "duration_s", "judge_model", "error", "metadata",
         ]
         frame = pd.DataFrame.from_records(records, columns=columns)
+        frame["name"] = pd.Series([r["name"] for r in records], dtype="object")  # None stays None, not NaN
         for name in ("created_at", "started_at", "completed_at"):
             frame[name] = pd.to_datetime(frame[name], unit="s", utc=True)
         frame["duration_s"] = frame["duration_s"].astype("Float64")
         return frame
+
+    def latest_run_id(self) -> str | None:
+        """The id of the newest run (by creation time), or None when the store has none."""
+        rows = self._rows("SELECT run_id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1")
+        return rows[0][0] if rows else None
 
     def claim_run(self, run_id: str, *, force: bool = False) -> dict[str, Any]:
         """Make this process the owner of a run to continue it: status `in_progress`, error cleared.

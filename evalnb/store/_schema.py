@@ -14,7 +14,7 @@ from pathlib import Path
 
 from evalnb.errors import EvalnbError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Large, repeated texts (prompts, dataset rows) live once in `texts`, keyed by a 16-byte
 # BLAKE2b digest: the same prompt is shared by every model of a run and by every re-run.
@@ -141,7 +141,17 @@ def _v1_to_v2_epochs(conn: sqlite3.Connection) -> None:
 # MIGRATIONS[n] upgrades a store from schema n to n + 1 inside the opening transaction.
 # Add an entry (and bump SCHEMA_VERSION) whenever the schema changes; never edit _DDL_V1.
 Migration = Callable[[sqlite3.Connection], None]
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs}
+
+
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """Samples keep the evaluated question without few-shot examples (`prompt_text`, shared in
+    `texts` like the prompt) and the last few KB their grader printed (`log`); runs get a name."""
+    conn.execute("ALTER TABLE samples ADD COLUMN prompt_text_hash BLOB")
+    conn.execute("ALTER TABLE samples ADD COLUMN log TEXT")
+    conn.execute("ALTER TABLE runs ADD COLUMN name TEXT")
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs, 2: _v2_to_v3}
 
 
 def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:

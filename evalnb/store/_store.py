@@ -154,7 +154,8 @@ class Store(RunRecords, GradeReuse):
         with self._transaction() as conn:
             cur = conn.execute(
                 "DELETE FROM texts WHERE hash NOT IN (SELECT prompt_hash FROM samples WHERE prompt_hash IS NOT NULL "
-                "UNION SELECT dataset_row_hash FROM samples WHERE dataset_row_hash IS NOT NULL)"
+                "UNION SELECT dataset_row_hash FROM samples WHERE dataset_row_hash IS NOT NULL "
+                "UNION SELECT prompt_text_hash FROM samples WHERE prompt_text_hash IS NOT NULL)"
             )
             dropped = cur.rowcount
         self._encoder.reset()

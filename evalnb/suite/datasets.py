@@ -14,16 +14,19 @@
   ``dataset_kwargs``), whose values must be http(s) URLs with a host. A host that is an unsafe
   address in any spelling (loopback, private, link-local, reserved) or ``localhost`` is refused
   here; host names are resolved and checked when rows are loaded (``evalnb.data.urls``).
+- **Encoding.** A local file may name its text ``encoding`` (default UTF-8): an evalnb
+  extension, like the local file form itself; the name must be one Python knows.
 """
 
 from __future__ import annotations
 
+import codecs
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, Discriminator, Field, Tag
 from pydantic_core import InitErrorDetails
 
-from evalnb.suite._validation import ManifestModel, NonEmptyStr, problem, show_value, union_message
+from evalnb.suite._validation import ManifestModel, NonEmptyStr, custom_error, problem, show_value, union_message
 
 __all__ = [
     "MAX_HF_ROWS",
@@ -57,15 +60,29 @@ class FileDataset(ManifestModel):
         return "unknown field; a file_id dataset takes only file_id and format"
 
 
+def _known_encoding(value: str) -> str:
+    try:
+        codecs.lookup(value)
+    except LookupError:
+        raise custom_error("unknown_encoding", f"unknown encoding {value!r} (e.g. utf-8, latin-1, cp1252, utf-16)") from None
+    return value
+
+
+Encoding = Annotated[NonEmptyStr, AfterValidator(_known_encoding)]
+
+
 class LocalDataset(ManifestModel):
     """A local JSONL/CSV file, relative to the manifest's folder (an evalnb extension)."""
 
     path: NonEmptyStr
     format: DatasetFormat | None = None
+    encoding: Encoding | None = Field(
+        default=None, description="the file's text encoding, e.g. latin-1 (default utf-8); an evalnb extension"
+    )
 
     @classmethod
     def _unknown_field(cls, key: str) -> str:
-        return "unknown field; a local file dataset takes only path and format"
+        return "unknown field; a local file dataset takes only path, format and encoding"
 
 
 _DATA_FILES_WORDS = "a URL, a list of URLs or a mapping of split name to URL(s)"

@@ -1,4 +1,4 @@
-"""`Suite`: the manifest plus what a notebook wants of it (its items, a readable table).
+"""`Suite`: the manifest plus what a notebook wants of it (its items, its checks, a readable table).
 
 The schema (`SuiteManifest`) knows nothing of rows, items or display; this thin face adds
 them on top, so the dependency points one way: suite -> items/display -> manifest.
@@ -13,6 +13,7 @@ from evalnb.suite.items import suite_items
 from evalnb.suite.manifest import SuiteManifest
 
 if TYPE_CHECKING:
+    from evalnb.suite.checks import Problem
     from evalnb.suite.items import Item
 
 __all__ = ["Suite"]
@@ -24,6 +25,18 @@ class Suite(SuiteManifest):
     def items(self, task_id: str, limit: int | None = None) -> list[Item]:
         """The task's rows rendered as Items (prompt, target, row), as the runner will send them."""
         return suite_items(self, task_id, limit=limit)
+
+    def validate(self) -> list[Problem]:
+        """What a run would trip over, found without calling a model: a list of `Problem`s.
+
+        Loads each task's rows (all of a local file, a few of a Hugging Face dataset), runs
+        its preprocessor on them, looks up every template field in them, builds its output
+        extraction and loads its grader in the sandbox (without grading). ``[]`` means clean;
+        ``str(problem)`` names the task, its position and the field. See `evalnb.suite.checks`.
+        """
+        from evalnb.suite.checks import check_suite
+
+        return check_suite(self)
 
     def _repr_html_(self) -> str:
         """A static table of the tasks (reads the same in Jupyter and in an exported report)."""

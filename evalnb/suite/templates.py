@@ -31,7 +31,7 @@ from typing import Any
 
 from evalnb.errors import TemplateError
 
-__all__ = ["render_template", "render_spans", "template_fields"]
+__all__ = ["fields_in_no_row", "missing_fields", "render_template", "render_spans", "template_fields"]
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\s*\}\}")
 _MISSING = object()
@@ -84,6 +84,35 @@ def template_fields(template: str) -> list[str]:
         if not isinstance(token, str):
             seen.setdefault(token[0], None)
     return list(seen)
+
+
+def missing_fields(template: str, row: Any, choices: list[str] | None = None) -> list[str]:
+    """The placeholder paths of ``template`` that do not resolve in ``row`` (each renders as "")."""
+    return [path for path, segments in _placeholders(template) if _lookup(segments, row, choices) is _MISSING]
+
+
+def fields_in_no_row(template: str, rows: list[Any], choices: list[str] | None = None) -> list[str]:
+    """The placeholder paths of ``template`` that resolve in none of ``rows`` (a misspelt field).
+
+    A path found in at least one row is fine: a value missing from some rows renders as ""
+    (SPEC). With no rows at all nothing can be said, so the answer is ``[]``.
+    """
+    if not rows:
+        return []
+    return [
+        path for path, segments in _placeholders(template)
+        if all(_lookup(segments, row, choices) is _MISSING for row in rows)
+    ]
+
+
+@functools.lru_cache(maxsize=2048)
+def _placeholders(template: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(path, segments) of each distinct placeholder, in order of first use."""
+    seen: dict[str, tuple[str, ...]] = {}
+    for token in _tokens(template):
+        if not isinstance(token, str):
+            seen.setdefault(token[0], token[1])
+    return tuple(seen.items())
 
 
 def _tokens(template: Any) -> tuple[_Token, ...]:

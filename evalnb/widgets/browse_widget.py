@@ -31,7 +31,7 @@ KNOWN_COLUMNS = frozenset(
         "extracted_output", "error", "dataset_row", "response_id", "usage", "judge", "scores",
         "latency_s", "created_at", "started_at", "completed_at", "run_id", "id", "object",
         "attempts", "retries", "empty_retries", "input_tokens", "output_tokens", "total_tokens",
-        "reasoning_tokens", "cached_tokens", "reused", "cached", "model_name", "api",
+        "reasoning_tokens", "cached_tokens", "reused", "cached", "model_name", "api", "prompt_text", "log",
     }
 )  # fmt: skip
 
@@ -274,6 +274,9 @@ class BrowseWidget:
         if any(s.get("error") is not None for s in page.samples):
             rows.append(("error", [h.error(str(s["error"])) if s.get("error") is not None else ""
                                    for s in page.samples]))  # fmt: skip
+        if any(s.get("log") for s in page.samples):  # what the grader printed (its last few KB)
+            rows.append(("log", [h.box("grader output", h.pre(s["log"])) if s.get("log") else ""
+                                 for s in page.samples]))  # fmt: skip
         return "".join(parts) + h.heading("Outputs") + h.table([s["model"] for s in page.samples], rows)
 
     def _prompt_view(self, page: Page, prompt: str | None) -> str:

@@ -95,8 +95,132 @@ def test_max_rows_reads_no_more_than_needed(tmp_path):
     (root / "data" / "test-00001-of-00002.jsonl").write_text("{broken\n")
     assert [r["i"] for r in load_rows(hf(root, max_rows=5), task_id="t")] == [0, 1, 2, 3, 4]
     assert len(load_rows(hf(root), task_id="t", limit=4)) == 4
-    with pytest.raises(DatasetError, match=r"task 't': dataset .* split 'test': error after row 5"):
+    with pytest.raises(DatasetError, match=r"task 't': dataset .* split 'test': test-00001-of-00002\.jsonl line 1: "
+                                           r"invalid JSON"):
         load_rows(hf(root), task_id="t")
+
+
+# --- CSV and JSON folders arrive as written
+
+
+CAPITALS_CSV = "country,capital,founded,code\nFrance,Paris,2024-01-15,007\nJapan,Tokyo,,3.0\n"
+CAPITALS = [{"country": "France", "capital": "Paris", "founded": "2024-01-15", "code": "007"},
+            {"country": "Japan", "capital": "Tokyo", "founded": "", "code": "3.0"}]
+
+
+def test_a_csv_folder_without_a_readme_loads_its_values_as_written(tmp_path):
+    (tmp_path / "caps").mkdir()
+    (tmp_path / "caps" / "test.csv").write_text(CAPITALS_CSV)
+    assert load_rows(hf(tmp_path / "caps"), task_id="t") == CAPITALS
+    assert load_rows({"path": "caps/test.csv"}, base_dir=tmp_path, task_id="t") == CAPITALS  # as the file alone
+
+
+def test_a_csv_folder_with_a_readme_configs_block_loads(tmp_path):
+    root = tmp_path / "caps"
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "eval-set.csv").write_text(CAPITALS_CSV.replace(",", ";"))
+    (root / "data" / "shots.csv").write_text("country;capital;founded;code\nPeru;Lima;;1\n")
+    (root / "README.md").write_text(
+        "---\nconfigs:\n- config_name: main\n  sep: \";\"\n  data_files:\n  - split: test\n    path: data/eval-set.csv\n"
+        "  - split: train\n    path: data/shots.csv\n---\n# capitals\n"
+    )
+    assert load_rows(hf(root), task_id="t") == CAPITALS
+    assert load_rows(hf(root, name="main", split="train"), task_id="t") == [
+        {"country": "Peru", "capital": "Lima", "founded": "", "code": "1"}]
+
+
+def test_a_readme_can_name_the_files_encoding(tmp_path):
+    root = tmp_path / "l1"
+    root.mkdir()
+    (root / "test.csv").write_bytes("name,city\nJosé,Málaga\n".encode("latin-1"))
+    with pytest.raises(DatasetError, match=r"task 't': dataset .* test\.csv line 2: not valid UTF-8 \(byte 4\); "
+                                           r"name its encoding in the README configs block"):
+        load_rows(hf(root), task_id="t")
+    (root / "README.md").write_text("---\nconfigs:\n- config_name: default\n  encoding: latin-1\n"
+                                    "  data_files:\n  - split: test\n    path: test.csv\n---\n")
+    assert load_rows(hf(root), task_id="t") == [{"name": "José", "city": "Málaga"}]
+
+
+DATED = [{"day": "2024-01-15", "when": "2024-01-15T10:30:00", "n": 3, "tags": ["a"], "nested": {"d": "2024-02-01"}},
+         {"day": "2024-02-29", "when": "2024-02-29T00:00:00", "n": 4, "tags": [], "nested": {"d": "2024-03-01"}}]
+
+
+@pytest.mark.parametrize("name", ["test.jsonl", "test.json"])
+def test_a_json_folder_gives_the_same_rows_as_the_file_given_alone(tmp_path, name):
+    root = tmp_path / "dated"
+    if name.endswith(".json"):
+        root.mkdir()
+        (root / name).write_text(json.dumps(DATED))  # a JSON array
+    else:
+        write_jsonl(root / name, DATED)
+    from_folder = load_rows(hf(root), task_id="t")
+    assert from_folder == DATED  # dates stay strings, exactly as written
+    assert from_folder == load_rows({"path": f"dated/{name}"}, base_dir=tmp_path, task_id="t")
+
+
+def test_dates_datasets_parses_out_of_json_come_back_as_dates(tmp_path):
+    # a compressed file is read by datasets, whose pyarrow turns ISO date strings into timestamps
+    root = tmp_path / "zipped"
+    root.mkdir()
+    rows = [{"day": "2024-01-15", "when": "2024-01-15T10:30:00", "n": 3},
+            {"day": "2024-02-29", "when": "2024-02-29T00:00:00", "n": 4}]
+    (root / "test.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    assert load_rows(hf(root), task_id="t") == rows  # not "2024-01-15T00:00:00"
+
+
+def test_a_compressed_csv_folder_loads_through_datasets(tmp_path):
+    root = tmp_path / "zipped"
+    root.mkdir()
+    (root / "test.csv.gz").write_bytes(gzip.compress(b"a,b\n1,x\n2,y\n"))
+    # streamed CSV has no features to decode (that used to fail with datasets' raw ValueError)
+    assert load_rows(hf(root), task_id="t") == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]
+
+
+def test_a_broken_csv_in_a_folder_names_the_task_the_file_and_the_line(tmp_path):
+    (tmp_path / "caps").mkdir()
+    (tmp_path / "caps" / "test.csv").write_text(CAPITALS_CSV + "Chile\n")
+    with pytest.raises(DatasetError, match=r"^task 'capitals': dataset '.*caps' .*split 'test': test\.csv line 4: "
+                                           r"1 values but the header has 4 columns"):
+        load_rows(hf(tmp_path / "caps"), task_id="capitals")
+    assert len(load_rows(hf(tmp_path / "caps", max_rows=2), task_id="capitals")) == 2  # stops before it
+
+
+def test_offline_mode_set_after_import_is_honoured_and_nothing_reaches_the_hub(tmp_path):
+    from evalnb.testing import LocalModelServer
+
+    script = (
+        "import os, sys, datasets\n"
+        "from evalnb.data import load_rows\n"
+        "from evalnb.errors import DatasetError\n"
+        "def attempt():\n"
+        "    try:\n"
+        "        load_rows({'path': 'evalnb-tests/no-such-dataset', 'split': 'test'}, task_id='hub', limit=5)\n"
+        "    except DatasetError as exc:\n"
+        "        return str(exc)\n"
+        "print('ONLINE', attempt())\n"
+        "sys.stdout.flush(); input()\n"  # the test reads the request count here
+        "os.environ['HF_HUB_OFFLINE'] = '1'  # after datasets was imported\n"
+        "print('OFFLINE', attempt())\n"
+        "print('RESTORED', datasets.config.HF_HUB_OFFLINE)\n"
+    )
+    import subprocess
+
+    with LocalModelServer() as hub:
+        env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+        env.update(HF_ENDPOINT=hub.base_url.rsplit("/v1", 1)[0], HF_HOME=str(tmp_path / "hf"),
+                   EVALNB_HOME=str(tmp_path / "home"), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+        proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        online = proc.stdout.readline()
+        asked_online = hub.request_count
+        out, err = proc.communicate("\n", timeout=120)
+    assert online.startswith("ONLINE task 'hub': dataset 'evalnb-tests/no-such-dataset'"), (online, err)
+    assert asked_online > 0  # online, the (local stand-in) hub was asked
+    assert hub.request_count == asked_online  # offline, not one more request
+    offline = next(line for line in out.splitlines() if line.startswith("OFFLINE"))
+    assert "task 'hub': dataset 'evalnb-tests/no-such-dataset'" in offline
+    assert "offline mode is on: only datasets already in the cache load" in offline
+    assert "RESTORED False" in out
 
 
 def test_negative_max_rows_is_an_error(folder):
@@ -268,8 +392,11 @@ def test_bad_paths(tmp_path, path, message):
 
 
 def test_a_file_with_hugging_face_fields_is_refused(folder):
-    with pytest.raises(DatasetError, match="is a file; give a dataset folder or hub id"):
+    with pytest.raises(DatasetError, match="task 't': 'ds/data/test.jsonl' is a local file, but split made"):
         load_rows({"path": "ds/data/test.jsonl", "split": "test"}, base_dir=folder.parent, task_id="t")
+    with pytest.raises(DatasetError, match="but max_rows made the dataset a Hugging Face one; a local file "
+                                           "takes only path, format and encoding"):
+        load_rows({"path": "ds/data/test.jsonl", "split": "test", "max_rows": 3}, base_dir=folder.parent, task_id="t")
 
 
 def test_missing_hub_dataset_is_a_dataset_error(tmp_path):
@@ -421,6 +548,15 @@ def test_builder_json_array_field_and_gzip(server):
     assert get({"path": "json", "data_files": f"{server.url}/z.jsonl.gz"}) == [{"a": 4}, {"a": 5}]
 
 
+def test_builder_reads_data_files_in_the_encoding_given(server):
+    (server.root / "l1.csv").write_bytes("name,city\nJosé,Málaga\n".encode("latin-1"))
+    spec = {"path": "csv", "data_files": f"{server.url}/l1.csv"}
+    with pytest.raises(DatasetError, match="not valid UTF-8"):
+        load_rows(spec, task_id="t", allow_private_hosts=True)
+    spec["dataset_kwargs"] = {"encoding": "latin-1"}
+    assert load_rows(spec, task_id="t", allow_private_hosts=True) == [{"name": "José", "city": "Málaga"}]
+
+
 def test_builder_follows_checked_redirects_and_reports_http_errors(server):
     write_jsonl(server.root / "new.jsonl", [{"a": 1}])
     server.redirects["/old.jsonl"] = "/new.jsonl"
@@ -436,7 +572,8 @@ def test_builder_follows_checked_redirects_and_reports_http_errors(server):
         ("json", {"sep": ";"}, "dataset_kwargs.sep is not supported for path 'json'"),
         ("csv", {"field": "x"}, "dataset_kwargs.field is not supported for path 'csv'"),
         ("csv", {"sep": ";;"}, "must be a single character"),
-        ("json", {"encoding": "latin-1"}, "only UTF-8 is supported"),
+        ("json", {"encoding": "utf-16"}, "encoding 'utf-16': not supported for data_files URLs"),
+        ("csv", {"encoding": "klingon"}, "encoding 'klingon': unknown encoding"),
     ],
 )
 def test_builder_unsupported_kwargs(server, builder, kwargs, message):

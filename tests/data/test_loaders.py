@@ -141,6 +141,47 @@ def test_csv_invalid_utf8_names_the_line(tmp_path):
         load_rows({"path": "d.csv"}, base_dir=tmp_path, task_id="t")
 
 
+def test_a_latin1_csv_says_how_to_read_it_and_reads_with_its_encoding(tmp_path):
+    write(tmp_path / "d.csv", "name,city\nJosé,Málaga\n".encode("latin-1"))
+    with pytest.raises(DatasetError, match=r"d\.csv line 2: not valid UTF-8 \(byte 4\); if the file is in another "
+                                           r"encoding, name it in the dataset \(e\.g\. encoding: latin-1\)"):
+        load_rows({"path": "d.csv"}, base_dir=tmp_path, task_id="t")
+    rows = load_rows({"path": "d.csv", "encoding": "latin-1"}, base_dir=tmp_path, task_id="t")
+    assert rows == [{"name": "José", "city": "Málaga"}]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "name"),
+    [("cp1252", "d.csv"), ("utf-16", "d.csv"), ("utf-16", "d.jsonl"), ("utf-8-sig", "d.jsonl"), ("shift_jis", "d.jsonl")],
+)
+def test_files_in_other_encodings_read_as_written(tmp_path, encoding, name):
+    text = "“Nämlich” — 東京 ok"
+    if encoding == "cp1252":
+        text = "“Nämlich” — ok"  # cp1252 has no kanji
+    elif encoding == "shift_jis":
+        text = "東京 ok"
+    if name.endswith(".csv"):
+        write(tmp_path / name, f"q,a\n{text},1\nplain,2\n".encode(encoding))
+        expected = [{"q": text, "a": "1"}, {"q": "plain", "a": "2"}]
+    else:
+        expected = [{"q": text, "n": 1}, {"q": "plain", "n": 2}]
+        write(tmp_path / name, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in expected).encode(encoding))
+    assert load_rows({"path": name, "encoding": encoding}, base_dir=tmp_path, task_id="t") == expected
+    assert load_rows({"path": name, "encoding": encoding}, base_dir=tmp_path, task_id="t", limit=1) == expected[:1]
+
+
+def test_a_wrong_encoding_is_named_in_the_error(tmp_path):
+    write(tmp_path / "d.csv", "q\n東京\n".encode("utf-8"))
+    with pytest.raises(DatasetError, match=r"line 2: not valid ascii \(byte 1\)$"):
+        load_rows({"path": "d.csv", "encoding": "ascii"}, base_dir=tmp_path, task_id="t")
+
+
+def test_an_uploaded_file_that_is_not_utf8_says_what_to_do(tmp_path):
+    file_id = upload(write(tmp_path / "qa.csv", "q\nJosé\n".encode("latin-1")))
+    with pytest.raises(DatasetError, match=r"not valid UTF-8 \(byte 4\); uploaded files are read as UTF-8"):
+        load_rows({"file_id": file_id}, task_id="t")
+
+
 @pytest.mark.parametrize("content", ["", "\n", "q,a\n"])
 def test_csv_without_data_rows_is_empty(tmp_path, content):
     write(tmp_path / "d.csv", content)

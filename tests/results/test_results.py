@@ -119,9 +119,9 @@ def test_samples_frame_shape_columns_and_order(result):
     frame = result.samples
     assert len(frame) == len(SAMPLES)
     assert list(frame.columns) == [
-        "task_id", "model", "sample_index", "epoch", "status", "prompt", "target", "output_text", "extracted_output",
-        "accuracy", "f1", "latency_pen", "score:status", "rouge", "score", "debug",
-        "error", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row",
+        "task_id", "model", "sample_index", "epoch", "status", "prompt", "prompt_text", "target", "output_text",
+        "extracted_output", "accuracy", "f1", "latency_pen", "score:status", "rouge", "score", "debug",
+        "error", "log", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row",
     ]
     assert result.metric_columns["status"] == "score:status" and result.metric_columns["accuracy"] == "accuracy"
     # the run's task order and model order, then sample_index
@@ -162,6 +162,7 @@ def test_samples_frame_values(result):
 def test_binary_metric_mean_stderr_and_wilson_interval(result):
     row = metric_row(result, "qa", "zeta", "accuracy")
     assert (row["n"], row["n_failed"]) == (4, 1)  # the unfinished sample does not count
+    assert row["n_unscored"] == 1  # ... it is not scored: every sample is in n, n_failed or n_unscored
     assert row["mean"] == 0.75
     assert row["stderr"] == pytest.approx(0.25)  # sd 0.5 / sqrt(4)
     p, n = 0.75, 4
@@ -178,6 +179,7 @@ def test_continuous_metric_uses_a_t_interval(result):
     mean = sum(values) / 3
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
     assert row["n"] == 3 and row["mean"] == pytest.approx(mean)
+    assert row["n_unscored"] == 2  # idx 3 returned f1 None, idx 5 was never graded
     assert row["stderr"] == pytest.approx(sd / math.sqrt(3))
     # mean -/+ t(2) * stderr = -0.365 / 1.532, clipped to [0, 1] because every f1 lies there
     assert mean - T2 * sd / math.sqrt(3) < 0 and mean + T2 * sd / math.sqrt(3) > 1
@@ -220,9 +222,13 @@ def test_batch_metrics_replace_sample_rows_and_carry_errors(result):
 
 def test_metrics_frame_shape_and_order(result):
     table = result.metrics
-    assert list(table.columns) == ["task_id", "model", "metric", "n", "n_failed", "epochs", "mean", "stderr", "ci_low",
-                                   "ci_high", "higher_is_better", "aggregation", "source", "error"]
+    assert list(table.columns) == ["task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_missing_field",
+                                   "epochs", "mean", "stderr", "ci_low", "ci_high", "higher_is_better",
+                                   "aggregation", "source", "error"]
     assert (table["epochs"] == 1).all()
+    assert (table["n"] + table["n_failed"] + table["n_unscored"]).tolist() == [
+        len([x for x in SAMPLES if (x["task_id"], x["model"]) == (t, m)]) for t, m in zip(table.task_id, table.model)
+    ]
     keys = list(zip(table.task_id, table.model, table.metric))
     assert keys == [
         ("sum", "zeta", "rouge"), ("sum", "alpha", "rouge"),
@@ -277,9 +283,9 @@ def test_summary_and_repr(result):
     text = result.summary()
     assert text.startswith(f"RunResult {result.run_id}  status: completed")
     assert "models: zeta, alpha" in text
-    assert "qa / accuracy\n  zeta: 0.750 [0.301, 0.954] n=4, 1 failed\n  alpha: 0.250" in text
+    assert "qa / accuracy\n  zeta: 0.750 [0.301, 0.954] n=4, 1 failed, 1 unscored\n  alpha: 0.250" in text
     assert "qa / latency_pen (lower is better)" in text
-    assert "agg / macro_f1\n  zeta: 0.400 batch\n  alpha: batch, error: grade_batch raised ZeroDivisionError" in text
+    assert "agg / macro_f1\n  zeta: 0.400 batch\n  alpha: batch, 1 unscored, error: grade_batch raised ZeroDivisionError" in text
     assert str(result) == text
     assert repr(result).startswith("<RunResult ") and "\n" not in repr(result)
 
@@ -291,7 +297,7 @@ def test_html_is_a_static_table(result):
     assert result.run_id in page and "<th" in page and page.count("<tr>") == 1 + 8  # header + one per task x metric
     assert "<b>0.750</b>" in page  # zeta's accuracy beats alpha's
     assert "<b>0.250</b>" not in page
-    assert "[0.301, 0.954] n=4, 1 failed" in page
+    assert "[0.301, 0.954] n=4, 1 failed, 1 unscored" in page
     assert "latency_pen ↓" in page and "accuracy ↑" in page
     assert "error: grade_batch raised ZeroDivisionError" in page
 
@@ -351,7 +357,7 @@ def test_a_run_without_samples(tmp_path):
         run_id = store.create_run("v1", manifest=MANIFEST, models=[{"name": "m"}])
         result = RunResult(store, run_id)
         declared = ["accuracy", "f1", "latency_pen", "score:status", "rouge", "score"]  # columns exist regardless
-        assert result.samples.empty and list(result.samples.columns) == [*SAMPLE_COLUMNS[:9], *declared, *SAMPLE_COLUMNS[9:]]
+        assert result.samples.empty and list(result.samples.columns) == [*SAMPLE_COLUMNS[:10], *declared, *SAMPLE_COLUMNS[10:]]
         assert result.scores.empty and list(result.scores.columns) == ["task_id", "model", "sample_index", "metric", "value"]
         table = result.metrics
         assert table["task_id"].tolist() == ["qa"] * 4 + ["sum", "plain"]  # manifest order; agg has no metrics yet
@@ -369,4 +375,49 @@ def test_from_data_without_a_manifest_treats_every_score_key_as_a_metric():
     table = result.metrics.set_index(["model", "metric"])
     assert table.loc[("a", "em"), "mean"] == 0.5 and table.loc[("a", "len"), "mean"] == 1.5
     assert table.loc[("b", "em"), "n_failed"] == 1 and table.loc[("b", "em"), "n"] == 0
-    assert list(result.samples.columns[9:11]) == ["em", "len"]
+    assert list(result.samples.columns[10:12]) == ["em", "len"]
+
+
+def test_n_missing_field_counts_prompts_whose_row_lacks_a_template_field():
+    manifest = {"tasks": [
+        {"id": "t", "prompt_template": "{{q}} {{hint}}", "target_template": "{{a}}", "grader": {"type": "python"}},
+        {"id": "deep", "prompt_template": "{{q}} {{ctx.title}}", "grader": {"type": "python"}},
+    ]}
+    rows = [{"q": "1", "a": "x", "hint": "h"}, {"q": "2", "a": "y"}, {"q": "3"}, {"q": "4", "a": "z", "hint": ""}]
+    samples = [
+        {"task_id": "t", "model": m, "sample_index": i, "status": "completed", "scores": {"score": 1}, "dataset_row": r}
+        for m in ("a", "b") for i, r in enumerate(rows)
+    ] + [
+        {"task_id": "deep", "model": "a", "sample_index": 0, "status": "failed", "dataset_row": {"q": "1", "ctx": {}}},
+        {"task_id": "deep", "model": "a", "sample_index": 1, "status": "completed", "scores": {"score": 0},
+         "dataset_row": {"q": "2", "ctx": {"title": "T"}}},
+    ]
+    table = RunResult.from_data(samples, manifest=manifest).metrics.set_index(["task_id", "model"])
+    # rows 1 (no hint) and 2 (no hint, no a) lack a field; an empty value ("") is not missing
+    assert table.loc[("t", "a"), "n_missing_field"] == 2 and table.loc[("t", "b"), "n_missing_field"] == 2
+    assert table.loc[("deep", "a"), "n_missing_field"] == 1  # counted whatever the sample's outcome
+    assert RunResult.from_data(samples).metrics["n_missing_field"].eq(0).all()  # no manifest: nothing to check
+
+
+def test_paired_on_a_batch_metric_says_why_there_are_no_pairs():
+    manifest = {"tasks": [
+        {"id": "qa", "grader": {"type": "python"}, "metrics": [{"id": "acc"}]},
+        {"id": "agg", "grader": {"type": "python", "contract": "batch"}, "metrics": [{"id": "macro_f1"}]},
+    ]}
+    samples = [{"task_id": t, "model": m, "sample_index": i, "status": "completed",
+                "scores": {"acc": (i + (m == "b")) % 2} if t == "qa" else {}}
+               for t in ("qa", "agg") for m in ("a", "b") for i in range(4)]
+    batch = [{"task_id": "agg", "model": "a", "metrics": {"macro_f1": 0.5}},
+             {"task_id": "agg", "model": "b", "metrics": {"macro_f1": 0.7}}]
+    result = RunResult.from_data(samples, manifest=manifest, task_metrics=batch)
+    table = result.paired("a", "b").set_index("task_id")
+    assert table.loc["qa", "n_pairs"] == 4 and table.loc["qa", "note"] is None
+    assert table.loc["agg", "n_pairs"] == 0
+    assert table.loc["agg", "note"].startswith("macro_f1 is a batch metric: grade_batch gives one value per task")
+    with pytest.raises(ValueError, match="in task 'agg': macro_f1 is a batch metric"):
+        result.paired("a", "b", task_id="agg")
+    # a per-item metric the models share no item of: a different reason
+    shifted = [{**x, "sample_index": x["sample_index"] + (10 if x["model"] == "b" else 0)} for x in samples]
+    other = RunResult.from_data(shifted, manifest=manifest, task_metrics=batch)
+    with pytest.raises(ValueError, match="no scored items in common"):
+        other.paired("a", "b", task_id="qa")

@@ -563,9 +563,9 @@ def test_stop_button_keeps_finished_samples_then_resume_completes(make_suite, mo
     server = model_server(_stopping_responder(8, lambda: widget_displays[0].stop_button.click()), latency=0.02)
     models = _models(server, ("meh", "responses"))
 
-    stopped = evalnb.run(suite, models, concurrency=2, progress=True)
+    stopped = evalnb.run(suite, models, concurrency=2, progress=True)  # Stop returns, it does not raise
 
-    assert stopped.status == "cancelled"
+    assert stopped.status == "cancelled" and not stopped.interrupted
     assert widget_displays[0].progress.stop_requested
     done = _finished_before(stopped)
     assert 5 <= len(done) < 40
@@ -593,9 +593,9 @@ def test_cancelling_the_arun_task_returns_a_cancelled_result(make_suite, model_s
         task.cancel()
         return await task
 
-    cancelled = asyncio.run(main())
+    cancelled = asyncio.run(main())  # arun returns the partial result: the awaiting code keeps it
 
-    assert cancelled.status == "cancelled"
+    assert cancelled.status == "cancelled" and cancelled.interrupted
     done = _finished_before(cancelled)
     assert 4 <= len(done) < 40
     sent_before = server.request_count
@@ -609,7 +609,7 @@ def test_cancelling_the_arun_task_returns_a_cancelled_result(make_suite, model_s
 
 
 @pytest.mark.parametrize("inside_loop", [False, True], ids=["script", "jupyter"])
-def test_ctrl_c_returns_a_partial_result(make_suite, model_server, inside_loop):
+def test_ctrl_c_saves_the_partial_run_then_raises_keyboard_interrupt(make_suite, model_server, inside_loop):
     import _thread
 
     suite = make_suite({"t": rows(40)})
@@ -622,16 +622,21 @@ def test_ctrl_c_returns_a_partial_result(make_suite, model_server, inside_loop):
     async def cell():
         return go()
 
-    if inside_loop:  # like ipykernel: a running loop, and SIGINT raises KeyboardInterrupt
-        loop = asyncio.new_event_loop()
-        try:
-            result = loop.run_until_complete(cell())
-        finally:
-            loop.close()
-    else:
-        result = go()
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        if inside_loop:  # like ipykernel: a running loop, and SIGINT raises KeyboardInterrupt
+            loop = asyncio.new_event_loop()
+            try:
+                loop.run_until_complete(cell())
+            finally:
+                loop.close()
+        else:
+            go()
 
-    assert result.status == "cancelled"
+    run_id = stopped.value.run_id
+    assert f"run {run_id} interrupted" in str(stopped.value)
+    assert f"resume with `evalnb.resume({run_id!r})`" in str(stopped.value)
+    result = evalnb.load_run("latest")  # the partial result stays reachable
+    assert result.run_id == run_id and result.status == "cancelled"
     assert 4 <= len(_finished_before(result)) < 40
     again = evalnb.run(suite, models, concurrency=2, progress=False)  # running it again continues it
     assert again.run_id == result.run_id and again.status == "completed"

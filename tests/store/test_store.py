@@ -33,10 +33,12 @@ from evalnb.store import (
     sanitize_models,
 )
 from evalnb.store import _schema
+from evalnb.store._codec import text_hash
 from evalnb.redaction import redact_url
 from evalnb.store._owner import current_owner, owner_alive
 
 MANIFEST = {"schema_version": "2026-05-27", "tasks": [{"id": "qa"}, {"id": "math"}]}
+RUN_A = "eval_run_" + "a" * 32
 
 
 @pytest.fixture
@@ -137,6 +139,54 @@ def test_a_missing_migration_is_an_error_and_changes_nothing(tmp_path, monkeypat
         assert "notes" not in {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
 
 
+def _old_store(path, version: int):
+    """A store as evalnb wrote it at schema `version` (1: no epochs, 2: epochs): one run, one sample."""
+    conn = sqlite3.connect(path)
+    for statement in _schema._DDL_V1:
+        conn.execute(statement)
+    conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')")
+    for v in range(1, version):  # the migrations that stores of that version went through
+        _schema.MIGRATIONS[v](conn)
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+    conn.execute("INSERT INTO suites VALUES ('v1', ?, 1)", (json.dumps(MANIFEST),))
+    conn.execute(
+        "INSERT INTO runs (run_id, suite_version, status, models, generation, signature, created_at, updated_at) "
+        "VALUES (?, 'v1', 'completed', '[{\"name\": \"m\", \"label\": \"m\"}]', '{}', 'sig', 1, 1)",
+        (RUN_A,),
+    )
+    conn.execute("INSERT INTO texts VALUES (?, 'Q: 1+1')", (text_hash("Q: 1+1"),))
+    conn.execute(
+        "INSERT INTO samples (run_id, task_id, model, sample_index, status, prompt_hash, target, scores) "
+        "VALUES (?, 'qa', 'm', 0, 'completed', ?, '2', '{\"acc\": 1}')",
+        (RUN_A, text_hash("Q: 1+1")),
+    )
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("version", [1, 2], ids=["schema-1", "schema-2-epochs"])
+def test_an_older_store_opens_and_gains_name_log_and_prompt_text(tmp_path, version):
+    path = tmp_path / "old.sqlite"
+    _old_store(path, version)
+    with Store(path) as s:
+        assert s.schema_version == SCHEMA_VERSION >= 3
+        (old,) = s.samples(RUN_A)
+        assert old["prompt"] == "Q: 1+1" and old["scores"] == {"acc": 1} and old["epoch"] == 0
+        assert old["prompt_text"] is None and old["log"] is None  # not recorded back then
+        assert s.get_run(RUN_A)["name"] is None
+        assert list(s.list_runs()["name"]) == [None]
+        # and the new fields are written and read back
+        s.write_samples([{"run_id": RUN_A, "task_id": "qa", "model": "m", "sample_index": 1, "status": "failed",
+                          "prompt": "EX\n\nQ: 2+2", "prompt_text": "Q: 2+2", "log": "printed\n"}])
+        s.update_run(RUN_A, name="v2: neutral defined")
+        new = s.samples(RUN_A)[1]
+        assert (new["prompt"], new["prompt_text"], new["log"]) == ("EX\n\nQ: 2+2", "Q: 2+2", "printed\n")
+        assert s.get_run(RUN_A)["name"] == "v2: neutral defined"
+        assert s.compact() == 0  # the question's text is referenced: compact keeps it
+        assert s.samples(RUN_A)[1]["prompt_text"] == "Q: 2+2"
+        assert s.integrity_check() == "ok"
+
+
 def test_closed_store_refuses_calls(tmp_path):
     s = Store(tmp_path / "s.sqlite")
     s.close()
@@ -201,6 +251,9 @@ def test_create_run_with_manifest_saves_the_suite(store):
         ({"metadata": {"k": "v" * 513}}, "longer than 512"),
         ({"run_id": "run-1"}, "eval_run_<32 hex"),
         ({"status": "done"}, "run status must be one of"),
+        ({"name": ""}, "run name must be a non-empty string"),
+        ({"name": 3}, "run name must be a non-empty string"),
+        ({"name": "n" * 201}, "at most 200 characters"),
     ],
 )
 def test_create_run_rejects_bad_input(store, kwargs, message):
@@ -245,6 +298,8 @@ def test_update_run_rejects_unknown_fields_status_and_runs(store):
         store.update_run(run_id, concurrency=26)
     store.update_run(run_id, concurrency=25)
     assert store.get_run(run_id)["concurrency"] == 25
+    with pytest.raises(ValueError, match="at most 200"):
+        store.update_run(run_id, name="n" * 201)
     with pytest.raises(UnknownRunError, match="unknown run 'eval_run_nope'"):
         store.update_run("eval_run_nope", status="failed")
     with pytest.raises(KeyError):
@@ -255,11 +310,11 @@ def test_list_runs_dataframe(store):
     import pandas as pd
 
     assert list(store.list_runs().columns) == [
-        "run_id", "suite_version", "status", "models", "tasks", "n_samples", "n_completed", "n_failed",
+        "run_id", "name", "suite_version", "status", "models", "tasks", "n_samples", "n_completed", "n_failed",
         "created_at", "started_at", "completed_at", "duration_s", "judge_model", "error", "metadata",
     ]
     first = make_run(store)
-    second = make_run(store, models=[{"name": "gpt", "label": "G"}], task_ids=["qa", "math"])
+    second = make_run(store, models=[{"name": "gpt", "label": "G"}], task_ids=["qa", "math"], name="v2: neutral defined")
     store.write_samples([sample(0), sample(1, status="failed"), sample(2, status="scoring")], run_id=first)
     store.update_run(first, status="completed")
     runs = store.list_runs()
@@ -268,6 +323,9 @@ def test_list_runs_dataframe(store):
     assert (row["n_samples"], row["n_completed"], row["n_failed"]) == (3, 1, 1)
     assert row["models"] == "m1, m2" and row["tasks"] == "(all)" and row["status"] == "completed"
     assert runs.set_index("run_id").loc[second, "tasks"] == "qa, math"
+    assert runs.set_index("run_id").loc[second, "name"] == "v2: neutral defined"
+    assert runs.set_index("run_id").loc[first, "name"] is None
+    assert store.latest_run_id() == second
     assert isinstance(runs["created_at"].dtype, pd.DatetimeTZDtype)
     assert runs.set_index("run_id").loc[first, "created_at"].timestamp() == store.get_run(first)["created_at"]
     assert store.list_runs(status="completed")["run_id"].tolist() == [first]
@@ -296,7 +354,7 @@ def test_delete_run_and_compact(store):
 def test_samples_round_trip_every_field(store):
     run_id = make_run(store)
     original = sample(3, judge={"rationale": "ok"}, error={"type": "X", "message": "m"}, grader_key="g1",
-                      started_at=10, completed_at=20, created_at=5)
+                      started_at=10, completed_at=20, created_at=5, prompt_text="Question 3?", log="debug: 3\n")
     assert store.write_samples([original], run_id=run_id) == 1
     [got] = store.samples(run_id)
     assert got == {**original, "run_id": run_id, "epoch": 0}  # no epoch given: the first ask

@@ -403,6 +403,20 @@ def test_unknown_key_on_a_file_dataset():
     assert errors == {"tasks[0].dataset.path": "unknown field; a dataset has either file_id or path, not both"}
 
 
+def test_a_local_file_may_name_its_encoding_and_an_unknown_one_is_a_manifest_error():
+    suite = Suite.from_dict(make_suite(make_task(dataset={"path": "x.csv", "encoding": "latin-1"})))
+    assert suite.tasks[0].dataset.encoding == "latin-1"
+    assert suite.to_dict()["tasks"][0]["dataset"] == {"path": "x.csv", "encoding": "latin-1"}
+    plain = Suite.from_dict(make_suite(make_task(dataset={"path": "x.csv"})))
+    assert "encoding" not in plain.to_dict()["tasks"][0]["dataset"]  # unset: the version stays as before
+    errors = errors_of(make_suite(make_task(dataset={"path": "x.csv", "encoding": "latin-9x"})))
+    assert errors == {"tasks[0].dataset.encoding": "unknown encoding 'latin-9x' (e.g. utf-8, latin-1, cp1252, utf-16)"}
+    errors = errors_of(make_suite(make_task(dataset={"path": "x.csv", "encodng": "latin-1"})))
+    assert "tasks[0].dataset.encodng" in errors and "encoding" in errors["tasks[0].dataset.encodng"]
+    schema = Suite.json_schema()["$defs"]["LocalDataset"]["properties"]["encoding"]
+    assert "evalnb extension" in schema["description"]
+
+
 def test_every_problem_is_reported_at_once():
     manifest = {
         "schema_version": "1999",

@@ -475,6 +475,20 @@ def test_browse_page_shows_every_model_side_by_side():
     assert set(b._repr_mimebundle_()) >= {"text/html", "application/vnd.jupyter.widget-view+json"}
 
 
+def test_browse_shows_what_the_grader_printed_also_for_a_failed_sample():
+    frame = run_frame()
+    frame["log"] = [None] * len(frame)
+    failed = (frame.model == "m2") & (frame.sample_index == 3)
+    frame.loc[failed, "log"] = "checking <A> against 'A'\nTraceback: boom\n"
+    b = browse(frame, filter="failures")
+    page = b.page_html.value
+    assert "grader output" in page and "checking &lt;A&gt; against &#x27;A&#x27;" in page  # escaped, shown
+    assert "Traceback: boom" in text_of(b.static_html())
+    assert b.metrics == ["accuracy"]  # log is not a metric
+    b.next()  # t2 / 1: nobody printed anything, no log row
+    assert "grader output" not in b.page_html.value
+
+
 def test_browse_models_filter_and_empty_result():
     b = browse(run_frame(), models=["m1"], filter="disagreements")
     assert b.models == ["m1"] and b.counts["disagreements"] == 0

@@ -1,0 +1,221 @@
+"""`Suite.validate()`: what a run of this suite would trip over, found before any model call.
+
+The schema (`manifest.py`) judges a manifest on its own; these checks hold it against its data
+and its code, the way a run will: each task's rows are loaded (all of a local or uploaded file;
+the first `HF_CHECK_ROWS` of a Hugging Face dataset, which honours `HF_HUB_OFFLINE` /
+`HF_DATASETS_OFFLINE` as `datasets` does), its preprocessor runs on them, every `{{field}}` of
+its templates is looked up in them, its output extraction is built, and its grader is loaded
+in the sandbox and its function found (never called). Every problem is reported, not only the
+first, as a `Problem` naming the task by id and position.
+
+A template field counts as a problem only when it is in *no* loaded row: a value missing from
+some rows renders as "" (SPEC), and the run counts those prompts (`n_missing_field`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalnb.sandbox import SandboxPool
+    from evalnb.suite.manifest import SuiteManifest, Task
+
+__all__ = ["HF_CHECK_ROWS", "Problem", "check_suite", "missing_field_problems", "row_fields"]
+
+HF_CHECK_ROWS = 5  # rows read from a Hugging Face dataset (its rows share one schema)
+_FIELD_ORDER = ("dataset", "preprocess", "prompt_template", "target_template", "fewshot.dataset",
+                "fewshot.prompt_template", "fewshot.target_template", "fewshot.example_template",
+                "output_extraction", "grader")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that will go wrong: the task (id and position in ``tasks``), the field, what.
+
+    ``str(problem)`` reads ``task 'capitals' (tasks[0]).prompt_template: field 'contry' is in
+    no row; fields are: country, capital``; ``loc`` is the manifest location
+    (``tasks[0].prompt_template``), as in `ManifestError.errors`.
+    """
+
+    task_id: str
+    position: int
+    field: str
+    message: str
+
+    @property
+    def loc(self) -> str:
+        return f"tasks[{self.position}].{self.field}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "loc": self.loc, "field": self.field, "msg": self.message}
+
+    def __str__(self) -> str:
+        return f"task {self.task_id!r} (tasks[{self.position}]).{self.field}: {self.message}"
+
+
+def check_suite(suite: SuiteManifest, *, hf_rows: int = HF_CHECK_ROWS) -> list[Problem]:
+    """Every problem of every task (see the module docstring); ``[]`` when a run would start clean."""
+    from evalnb.aio import run_sync
+
+    return run_sync(_check_suite(suite, hf_rows))
+
+
+async def _check_suite(suite: SuiteManifest, hf_rows: int) -> list[Problem]:
+    from evalnb.sandbox import SandboxPool
+
+    pool = SandboxPool(1)
+    warm = pool.warm_soon(1)  # the worker starts while the first rows load
+    try:
+        problems: list[Problem] = []
+        for position, task in enumerate(suite.tasks):
+            problems += await _TaskCheck(suite, task, position, pool, hf_rows).run()
+        return problems
+    finally:
+        warm.cancel()
+        await pool.aclose()
+
+
+def missing_field_problems(task: Task, position: int, rows: list[dict], *, what: str = "row") -> list[Problem]:
+    """A problem for each field of the task's prompt/target template that is in none of ``rows``."""
+    from evalnb.suite.templates import fields_in_no_row
+
+    choices = list(task.choices) if task.choices is not None else None
+    problems = []
+    for field, template in (("prompt_template", task.prompt_template), ("target_template", task.target_template)):
+        for path in fields_in_no_row(template or "", rows, choices):
+            problems.append(Problem(task.id, position, field, _no_field(path, rows, what)))
+    return problems
+
+
+def row_fields(rows: list[dict], limit: int = 30) -> list[str]:
+    """The top-level field names of ``rows``, in order of first appearance (at most ``limit``)."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        for key in row:
+            if key not in seen:
+                seen[key] = None
+                if len(seen) > limit:
+                    return list(seen)
+    return list(seen)
+
+
+def _no_field(path: str, rows: list[dict], what: str) -> str:
+    fields = row_fields(rows)
+    shown = ", ".join(fields[:30]) + (", ..." if len(fields) > 30 else "")
+    return f"field {path!r} is in no {what}; fields are: {shown or '(none)'}"
+
+
+class _TaskCheck:
+    """The checks of one task, each adding its problems; later checks skip what earlier ones broke."""
+
+    def __init__(self, suite: SuiteManifest, task: Task, position: int, pool: SandboxPool, hf_rows: int) -> None:
+        self.suite, self.task, self.position, self.pool, self.hf_rows = suite, task, position, pool, hf_rows
+        self.problems: list[Problem] = []
+
+    def problem(self, field: str, message: str) -> None:
+        self.problems.append(Problem(self.task.id, self.position, field, _without_task(message, self.task.id)))
+
+    async def run(self) -> list[Problem]:
+        import asyncio
+
+        task = self.task
+        grader = asyncio.ensure_future(self._grader())  # loads in the sandbox while the rows are read
+        try:
+            rows = await self._rows(task.dataset, "dataset", "test")
+            if task.preprocess is not None:
+                rows = await self._preprocess(rows, "dataset")
+            if rows is not None:
+                if not rows:
+                    self.problem("dataset", "no rows to evaluate" + (" after the preprocessor" if task.preprocess else ""))
+                self.problems += missing_field_problems(task, self.position, rows)
+            await self._fewshot(rows)
+            self._extraction()
+        finally:
+            await grader
+        order = {field: i for i, field in enumerate(_FIELD_ORDER)}
+        return sorted(self.problems, key=lambda p: order.get(p.field, len(order)))  # stable: manifest order
+
+    async def _rows(self, dataset: Any, field: str, default_split: str) -> list[dict] | None:
+        import asyncio
+
+        from evalnb.data.loaders import dataset_kind, load_rows
+
+        limit = self.hf_rows if dataset_kind(dataset) == "huggingface" else None
+        try:
+            return await asyncio.to_thread(
+                load_rows, dataset, base_dir=self.suite.base_dir, task_id=self.task.id,
+                default_split=default_split, limit=limit,
+            )
+        except Exception as exc:  # noqa: BLE001 - DatasetError and whatever a loader lets through
+            self.problem(field, _text(exc))
+            return None
+
+    async def _preprocess(self, rows: list[dict] | None, field: str) -> list[dict] | None:
+        """The preprocessed rows; without rows (they did not load) the code is still loaded."""
+        from evalnb.sandbox import arun_preprocessor, check_preprocessor
+
+        spec, task_id = self.task.preprocess, self.task.id
+        try:
+            if not rows:
+                await check_preprocessor(spec, task_id=task_id, pool=self.pool)
+                return rows
+            return await arun_preprocessor(spec, rows, task_id=task_id, pool=self.pool)
+        except Exception as exc:  # noqa: BLE001 - PreprocessError, SandboxError
+            if field == "dataset":  # report a broken preprocessor once, not for the few-shot rows too
+                self.problem("preprocess", _text(exc))
+            return None
+
+    async def _fewshot(self, rows: list[dict] | None) -> None:
+        from evalnb.suite.templates import fields_in_no_row
+
+        task, spec = self.task, self.task.effective_fewshot
+        if spec is None:
+            return
+        bad = fields_in_no_row(spec.example_template, [{"prompt": "", "target": ""}])
+        for path in bad:
+            self.problem("fewshot.example_template", f"field {path!r} is not one of: prompt, target")
+        if spec.dataset is not None:
+            rows = await self._rows(spec.dataset, "fewshot.dataset", "train")
+            if rows and task.preprocess is not None:
+                rows = await self._preprocess(rows, "fewshot.dataset")
+            if rows is not None and not rows:
+                self.problem("fewshot.dataset", "no rows to draw few-shot examples from")
+        elif task.fewshot.prompt_template is None and task.fewshot.target_template is None:
+            return  # the task's own templates on its own rows: checked already
+        if not rows:
+            return
+        choices = list(task.choices) if task.choices is not None else None
+        for name, template, own in (("prompt_template", spec.prompt_template, task.fewshot.prompt_template),
+                                    ("target_template", spec.target_template, task.fewshot.target_template)):
+            field = f"fewshot.{name}" if own is not None else "fewshot.dataset"
+            for path in fields_in_no_row(template or "", rows, choices):
+                where = "" if own is not None else f" ({name}, used for the few-shot examples)"
+                self.problem(field, _no_field(path, rows, "few-shot row") + where)
+
+    def _extraction(self) -> None:
+        from evalnb.scoring.extraction import make_extractor
+
+        try:
+            make_extractor(self.task.extraction)
+        except Exception as exc:  # noqa: BLE001 - whatever the spec cannot build
+            self.problem("output_extraction", _text(exc))
+
+    async def _grader(self) -> None:
+        from evalnb.scoring.grading import Grader
+
+        try:
+            await Grader(self.task.grader, task_id=self.task.id, pool=self.pool).check()
+        except Exception as exc:  # noqa: BLE001 - SandboxError: does not load, no grade function, bad spec
+            self.problem("grader", _text(exc))
+
+
+def _text(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def _without_task(message: str, task_id: str) -> str:
+    """Drop "task 'x': " and "of task 'x' " (the Problem names the task already)."""
+    message = re.sub(rf"^task {re.escape(repr(task_id))}: ", "", message, count=1)
+    return message.replace(f" of task {task_id!r}", "", 1)
