@@ -262,3 +262,161 @@ def test_continuing_after_the_data_changed_redoes_the_changed_items(make_suite, 
     assert s.loc[3, "score"] == 0.0  # "3" is no longer the target
     edited = [r for r in server.requests if "(edited)" in r.body["input"]]
     assert len(edited) == 3
+
+
+# ---- resume keeps the run's own options ------------------------------------------------------
+
+
+def test_resume_of_a_reuse_false_run_sends_the_rest_fresh(make_suite, model_server):
+    """A sampling run (reuse=False) must not be answered from the cache when it is resumed."""
+    suite = make_suite({"t": rows(30)})
+    server = model_server(latency=0.02)
+    models = [Model("meh", base_url=server.base_url)]
+    evalnb.run(suite, models, concurrency=2, progress=False)  # every answer is in the cache now
+    assert server.request_count == 30
+
+    stopped = _cancel_after(lambda: evalnb.arun(suite, models, concurrency=2, reuse=False, progress=False),
+                            server, 30 + 10)
+    assert stopped.status == "cancelled"
+    finished = len(stopped.samples[stopped.samples.status == "completed"])
+    before = server.request_count
+
+    resumed = evalnb.resume(stopped.run_id, progress=False)
+
+    assert resumed.status == "completed" and len(resumed.samples) == 30
+    sent = server.request_count - before
+    assert 30 - finished <= sent <= 30 - finished + 2  # the rest, asked again (calls in flight may repeat)
+    assert resumed.run["summary"]["options"]["reuse"] is False
+
+
+NETWORK_GRADER = """
+import os, socket
+
+def grade(sample, item):
+    try:
+        socket.create_connection(("127.0.0.1", int(item["port"])), timeout=2).close()
+        net = 1
+    except OSError:
+        net = 0
+    return {"scores": {"net": net}, "judge": {"worker": os.getcwd()}}
+"""
+
+
+def test_resume_keeps_the_network_opt_in_grader_concurrency_and_epochs(make_suite, model_server):
+    server = model_server(latency=0.02)
+    port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
+    data = [{**r, "port": port} for r in rows(20)]
+    suite = make_suite({"t": data}, t={"grader": {"source": NETWORK_GRADER}, "metrics": [{"id": "net"}]})
+    models = [Model("meh", base_url=server.base_url)]
+
+    stopped = _cancel_after(lambda: evalnb.arun(suite, models, concurrency=2, progress=False, allow_network=["t"],
+                                                grader_concurrency=1, epochs=2, metadata={"why": "test"}),
+                            server, 12)
+    assert stopped.status == "cancelled"
+    options = stopped.run["summary"]["options"]
+    assert options["allow_network"] == ["t"] and options["grader_concurrency"] == 1 and options["epochs"] == 2
+    before = stopped.samples
+    done = set(zip(before.sample_index[before.status == "completed"], before.epoch[before.status == "completed"]))
+    assert len(done) < 40
+
+    resumed = evalnb.resume(stopped.run_id, progress=False)
+
+    s = resumed.samples
+    assert resumed.status == "completed" and len(s) == 40
+    assert (s.net == 1).all()  # graded after the resume too: the task kept its network
+    resumed_part = s[[(i, e) not in done for i, e in zip(s.sample_index, s.epoch)]]
+    assert len(resumed_part) == 40 - len(done)
+    assert resumed_part.judge.map(lambda j: j["worker"]).nunique() == 1  # one sandbox worker
+    assert resumed.run["metadata"] == {"why": "test"}
+
+
+def test_without_the_opt_in_a_grader_has_no_network(make_suite, model_server):
+    server = model_server()
+    port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
+    suite = make_suite({"t": [{**r, "port": port} for r in rows(3)]},
+                       t={"grader": {"source": NETWORK_GRADER}, "metrics": [{"id": "net"}]})
+    result = evalnb.run(suite, [Model("meh", base_url=server.base_url)], progress=False)
+    assert list(result.samples.net) == [0, 0, 0]
+
+
+# ---- taking over a run whose owner is gone ---------------------------------------------------
+
+
+def _orphan(make_suite, model_server, *, host: str, pid: int, token: str = "", age_s: int = 0):
+    """A cancelled-looking run rewritten as still owned by process `pid` on `host`."""
+    suite = make_suite({"t": rows(20)})
+    server = model_server(latency=0.02)
+    stopped = _cancel_after(lambda: evalnb.arun(suite, [Model("meh", base_url=server.base_url)], concurrency=2,
+                                                progress=False), server, 8)
+    store = Store()
+    with store._transaction() as conn:  # what a process on another machine left behind
+        conn.execute("UPDATE runs SET status = 'in_progress', owner_pid = ?, owner_host = ?, owner_token = ?, "
+                     "updated_at = ? WHERE run_id = ?", (pid, host, token, int(time.time()) - age_s, stopped.run_id))
+    return stopped.run_id, server
+
+
+def test_a_run_owned_on_another_host_is_taken_over_with_force(make_suite, model_server):
+    run_id, server = _orphan(make_suite, model_server, host="container-gone-7f3a", pid=4242)
+    with pytest.raises(EvalnbError, match=r"host 'container-gone-7f3a'.*force=True"):
+        evalnb.resume(run_id, progress=False)
+
+    resumed = evalnb.resume(run_id, progress=False, force=True)
+
+    assert resumed.status == "completed" and len(resumed.samples) == 20
+    (owner,) = Store()._rows("SELECT owner_pid FROM runs WHERE run_id = ?", (run_id,))
+    assert owner == (os.getpid(),)  # this process took it over
+
+
+def test_a_run_on_another_host_with_a_stale_heartbeat_is_resumable_without_force(make_suite, model_server):
+    run_id, _ = _orphan(make_suite, model_server, host="container-gone-7f3a", pid=4242, age_s=600)
+    assert evalnb.resume(run_id, progress=False).status == "completed"
+
+
+def test_force_does_not_take_a_run_from_a_live_process_on_this_machine(make_suite, model_server):
+    import socket
+
+    from evalnb.store._owner import process_token
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        run_id, _ = _orphan(make_suite, model_server, host=socket.gethostname(), pid=sleeper.pid,
+                            token=_wait_for(lambda: process_token(sleeper.pid), what="the sleeper's start time"))
+        with pytest.raises(EvalnbError, match="still running"):
+            evalnb.resume(run_id, progress=False, force=True)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert evalnb.resume(run_id, progress=False).status == "completed"  # its owner is gone now
+
+
+def test_the_cli_resumes_with_force(make_suite, model_server, evalnb_home):
+    from evalnb.cli import main
+
+    run_id, _ = _orphan(make_suite, model_server, host="container-gone-7f3a", pid=4242)
+    assert main(["resume", run_id, "--no-progress"]) == 1
+    assert main(["resume", run_id, "--force", "--no-progress"]) == 0
+    assert Store().get_run(run_id)["status"] == "completed"
+
+
+def test_a_running_run_writes_a_heartbeat(make_suite, model_server, monkeypatch):
+    from evalnb.runner import engine
+
+    monkeypatch.setattr(engine, "HEARTBEAT_S", 0.1)
+    suite = make_suite({"t": rows(10)})
+    server = model_server(latency=0.1)
+    store = Store()
+    beats = []
+
+    async def main():
+        task = asyncio.ensure_future(evalnb.arun(suite, [Model("meh", base_url=server.base_url)], concurrency=1,
+                                                 progress=False, store=store))
+        while not task.done():
+            runs = store.list_runs()
+            if len(runs):
+                beats.append(store.get_run(runs.run_id[0])["updated_at"])
+            await asyncio.sleep(0.3)
+        return await task
+
+    result = asyncio.run(main())
+    assert result.status == "completed"
+    assert len(set(beats)) >= 2  # updated_at moved while the run was going (1 s resolution)
