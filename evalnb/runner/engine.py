@@ -146,6 +146,7 @@ class RunEngine(GradingPipeline):
         )
         if self.run_id is None:
             self.run_id = store.find_resumable_run(suite.version, **args) if plan.reuse else None
+        self._continuing = self.run_id is not None  # it may hold answers of its own already
         if self.run_id is not None:
             store.claim_run(self.run_id, force=self._force)
         else:
@@ -377,7 +378,12 @@ class RunEngine(GradingPipeline):
                         todo.append((task_id, item, model, key, epoch))
         if plan.reuse and todo:
             todo = self._copy_identical_samples(todo)
-        cached = self.store.lookup_outputs([t[3] for t in todo]) if plan.reuse and todo else {}
+        if plan.reuse and todo:
+            cached = self.store.lookup_outputs([t[3] for t in todo])
+        elif self._continuing and todo:  # reuse=False: no other run's answers, but its own ones
+            cached = self.store.lookup_outputs([t[3] for t in todo], run_id=self.run_id)
+        else:
+            cached = {}
         calls: deque[tuple[str, Any, Any, str, int]] = deque()
         for unit in todo:
             hit = cached.get(unit[3])

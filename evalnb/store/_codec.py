@@ -259,14 +259,15 @@ class SampleEncoder:
 
 
 _OUTPUT_SQL = (
-    "INSERT INTO outputs (request_key, output_text, usage, response_id, latency_s, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (request_key) DO UPDATE SET output_text = excluded.output_text, "
+    "INSERT INTO outputs (request_key, output_text, usage, response_id, latency_s, created_at, run_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_key) DO UPDATE SET output_text = excluded.output_text, "
     "usage = excluded.usage, response_id = excluded.response_id, latency_s = excluded.latency_s, "
-    "created_at = excluded.created_at"
+    "created_at = excluded.created_at, run_id = excluded.run_id"
 )
 
 
-def encode_output(o: Mapping[str, Any], now: int, redactor: Redactor | None = None) -> Op | None:
+def encode_output(o: Mapping[str, Any], now: int, redactor: Redactor | None = None,
+                  run_id: str | None = None) -> Op | None:
     """A cache entry, or None for an output that must not be cached (it carries an error)."""
     if not isinstance(o, Mapping):
         raise TypeError(f"a cached output must be a dict, got {type(o).__name__}")
@@ -288,6 +289,7 @@ def encode_output(o: Mapping[str, Any], now: int, redactor: Redactor | None = No
         None if response_id is None else redact(str(response_id)),
         None if latency is None else float(latency),
         int(o.get("created_at") or now),
+        o.get("run_id") or run_id,
     )
     return Op(_OUTPUT_SQL, params)
 

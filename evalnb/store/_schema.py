@@ -14,7 +14,7 @@ from pathlib import Path
 
 from evalnb.errors import EvalnbError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Large, repeated texts (prompts, dataset rows) live once in `texts`, keyed by a 16-byte
 # BLAKE2b digest: the same prompt is shared by every model of a run and by every re-run.
@@ -151,7 +151,14 @@ def _v2_to_v3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE runs ADD COLUMN name TEXT")
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs, 2: _v2_to_v3}
+def _v3_to_v4(conn: sqlite3.Connection) -> None:
+    """Cached outputs remember the run that received them: a resumed run takes back its own
+    answers even when it does not reuse other runs' (``reuse=False``), so a crash costs no
+    answer that had reached the store."""
+    conn.execute("ALTER TABLE outputs ADD COLUMN run_id TEXT")
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:

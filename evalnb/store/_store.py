@@ -267,22 +267,24 @@ class Store(RunRecords, GradeReuse):
         return {(t, m, i, e) for t, m, i, e in rows}
 
     # ---- the output cache -------------------------------------------------------------------
-    def lookup_outputs(self, request_keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def lookup_outputs(self, request_keys: Iterable[str], *, run_id: str | None = None) -> dict[str, dict[str, Any]]:
         """Cached successful outputs for the keys that have one (misses are simply absent).
 
-        Keys are looked up in sorted order, 500 per query, so each query walks one narrow
-        stretch of the index instead of jumping around the file.
+        With `run_id`, only the outputs that run received (a resumed run that reuses nothing
+        else still keeps its own answers). Keys are looked up in sorted order, 500 per query,
+        so each query walks one narrow stretch of the index instead of jumping around the file.
         """
         keys = sorted(set(request_keys))
         found: dict[str, dict[str, Any]] = {}
+        own = " AND run_id = ?" if run_id is not None else ""
         with self._lock:
             self._check_open()
             for start in range(0, len(keys), _IN_CHUNK):
                 chunk = keys[start : start + _IN_CHUNK]
                 rows = self._conn.execute(
                     "SELECT request_key, output_text, usage, response_id, latency_s, created_at FROM outputs "
-                    f"WHERE request_key IN ({', '.join('?' * len(chunk))})",
-                    chunk,
+                    f"WHERE request_key IN ({', '.join('?' * len(chunk))}){own}",
+                    [*chunk, run_id] if run_id is not None else chunk,
                 ).fetchall()
                 for key, text, usage, response_id, latency, created in rows:
                     found[key] = {

@@ -91,7 +91,7 @@ class StoreWriter:
     def put_outputs(self, outputs: Iterable[Mapping[str, Any]]) -> None:
         """Queue output-cache entries; entries carrying an `error` are skipped."""
         now = int(time.time())
-        ops = [op for op in (encode_output(o, now, self._redactor) for o in outputs) if op is not None]
+        ops = [op for op in (encode_output(o, now, self._redactor, self.run_id) for o in outputs) if op is not None]
         with self._encode_lock:
             self._enqueue(ops)
 

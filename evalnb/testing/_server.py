@@ -13,6 +13,7 @@ import inspect
 import json
 import random
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Union
 
@@ -134,6 +135,11 @@ class LocalModelServer:
         return list(self._requests)
 
     @property
+    def answer_times(self) -> list[float | None]:
+        """For each of `requests`: the `time.monotonic()` its reply was written (None: none yet)."""
+        return list(self._answered)
+
+    @property
     def request_count(self) -> int:
         """Requests received since start or `reset` (counted even when not recorded)."""
         return self._served
@@ -151,6 +157,7 @@ class LocalModelServer:
     def reset(self) -> None:
         """Forget recorded requests, in-flight peak and fault counters (the script restarts)."""
         self._requests: list[RecordedRequest] = []
+        self._answered: list[float | None] = []  # per recorded request: when its reply went out
         self._in_flight = 0
         self._max_in_flight = 0
         self._served = 0
@@ -270,7 +277,9 @@ class LocalModelServer:
                 except ValueError:
                     bad_json = True
             if self.record:
+                slot = len(self._answered)
                 self._requests.append(RecordedRequest(req.path, body, req.headers))
+                self._answered.append(None)
             self._served += 1
             status, payload, extra = await self._reply(req, body, bad_json, self._served)
             if status is None:  # a dropped connection: no reply at all
@@ -278,6 +287,8 @@ class LocalModelServer:
             ctype = "text/event-stream" if extra.pop("_sse", None) else "application/json"
             writer.write(response_bytes(status, payload, content_type=ctype, headers=extra,
                                         keep_alive=req.keep_alive))
+            if self.record:
+                self._answered[slot] = time.monotonic()
             if writer.transport.get_write_buffer_size() > 1 << 16:
                 await writer.drain()
             return req.keep_alive

@@ -278,14 +278,18 @@ def test_resume_of_a_reuse_false_run_sends_the_rest_fresh(make_suite, model_serv
     stopped = _cancel_after(lambda: evalnb.arun(suite, models, concurrency=2, reuse=False, progress=False),
                             server, 30 + 10)
     assert stopped.status == "cancelled"
-    finished = len(stopped.samples[stopped.samples.status == "completed"])
+    finished = set(stopped.samples.prompt[stopped.samples.status == "completed"])
     before = server.request_count
+    asked = {r.body["input"] for r in server.requests[30:before]}  # by the reuse=False run itself
 
     resumed = evalnb.resume(stopped.run_id, progress=False)
 
     assert resumed.status == "completed" and len(resumed.samples) == 30
-    sent = server.request_count - before
-    assert 30 - finished <= sent <= 30 - finished + 2  # the rest, asked again (calls in flight may repeat)
+    sent = [r.body["input"] for r in server.requests[before:]]
+    everything = set(resumed.samples.prompt)
+    assert everything - asked <= set(sent)  # never asked by this run: asked now, not read from the cache
+    assert not finished & set(sent)  # its own finished samples are kept
+    assert len(sent) == len(set(sent))
     assert resumed.run["summary"]["options"]["reuse"] is False
 
 
@@ -402,7 +406,7 @@ def test_a_running_run_writes_a_heartbeat(make_suite, model_server, monkeypatch)
     from evalnb.runner import engine
 
     monkeypatch.setattr(engine, "HEARTBEAT_S", 0.1)
-    suite = make_suite({"t": rows(10)})
+    suite = make_suite({"t": rows(25)})  # 2.5 s at one call at a time: updated_at (1 s steps) must move
     server = model_server(latency=0.1)
     store = Store()
     beats = []
