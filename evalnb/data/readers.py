@@ -52,6 +52,26 @@ def read_file(
         return read_rows(raw, fmt, source=source, limit=limit, encoding=encoding, hint=hint, **options)
 
 
+def iter_file(
+    path: Path, fmt: str, *, source: str, limit: int | None = None, encoding: str | None = None,
+    hint: str = "",
+) -> Iterator[dict]:
+    """`read_file` a row at a time: JSONL and CSV are parsed as they are read, so a run over a
+    million-row file holds only the rows in flight (other formats are read whole, then yielded).
+
+    The file is opened when iteration starts and closed when it ends or the iterator is dropped.
+    """
+    if fmt not in ("jsonl", "csv") or (encoding is not None and not byte_lines_work(encoding)):
+        yield from read_file(path, fmt, source=source, limit=limit, encoding=encoding, hint=hint)
+        return
+    if limit is not None and limit <= 0:
+        return
+    text = _Text(encoding, hint)
+    with open(path, "rb") as raw:
+        rows = iter_jsonl(raw, source=source, text=text) if fmt == "jsonl" else iter_csv(raw, source=source, text=text)
+        yield from itertools.islice(rows, limit)
+
+
 def byte_lines_work(encoding: str) -> bool:
     """Whether text in ``encoding`` can be split into lines on the byte b"\\n" (utf-8, latin-1, cp1252...)."""
     name = codecs.lookup(encoding).name

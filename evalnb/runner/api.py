@@ -38,8 +38,11 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
     task ids whose graders and preprocessors may use the network; default: none may),
     ``progress`` (True / False / "text"), ``store`` (an `evalnb.store.Store`; default: the
     evalnb home), ``name`` (a label shown by `evalnb.runs()` and ``evalnb runs``, e.g. "v2:
-    neutral defined"). All but ``progress``, ``store`` and ``name`` are stored with the run;
-    `resume` uses them (the name is stored as the run's name).
+    neutral defined"), ``executor`` (``"local"``, the default: this process makes the calls;
+    ``"ray"`` or ``evalnb.RayExecutor(num_workers=..., concurrency_per_worker=...,
+    resources=...)``: Ray workers make the calls and grade, this process plans the run and
+    writes the store; ``concurrency`` is then per worker). All but ``progress``, ``store`` and
+    ``name`` are stored with the run; `resume` uses them (the name is stored as the run's name).
     Interrupting (Ctrl-C, the notebook's interrupt button) saves every finished sample, marks
     the run ``cancelled`` and then raises KeyboardInterrupt (its message and ``.run_id`` name
     the run), so a script that loops over runs stops at the first Ctrl-C;
@@ -86,6 +89,7 @@ async def arun(
     store: Any = None,
     epochs: int = 1,
     name: str | None = None,
+    executor: Any = "local",
 ) -> "RunResult":
     """The async form of `run`: ``result = await evalnb.arun(suite, models=[...])``.
 
@@ -110,13 +114,14 @@ async def arun(
         epochs=epochs,
         allow_network=allow_network,
         name=name,
+        executor=executor,
     )
     return await RunEngine(plan, store=store, progress=progress).execute()
 
 
 def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
            store: Any = None, concurrency: int | None = None, judge_model: Any = None,
-           embedding_model: Any = None, force: bool = False) -> "RunResult":
+           embedding_model: Any = None, force: bool = False, executor: Any = None) -> "RunResult":
     """Continue a run that died, failed or was cancelled, under the same run id.
 
     Finished samples are kept; the rest are done with the run's own stored options
@@ -128,15 +133,19 @@ def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool |
     A run another process still owns is refused. Its owner on this machine is checked by
     pid; on another host (a re-created container gets a new host name) it counts as gone
     once its heartbeat is two minutes old, or at once with ``force=True``.
+
+    ``executor`` continues on another executor than the run's own (e.g. ``"local"`` for a run
+    started on Ray whose cluster is gone); the stored one is used otherwise.
     """
     return _raise_if_interrupted(run_sync(aresume(run_id, models=models, progress=progress, store=store,
                                                   concurrency=concurrency, judge_model=judge_model,
-                                                  embedding_model=embedding_model, force=force)))
+                                                  embedding_model=embedding_model, force=force,
+                                                  executor=executor)))
 
 
 async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
                   store: Any = None, concurrency: int | None = None, judge_model: Any = None,
-                  embedding_model: Any = None, force: bool = False) -> "RunResult":
+                  embedding_model: Any = None, force: bool = False, executor: Any = None) -> "RunResult":
     from evalnb.suite import Suite
     from evalnb.store import Store
 
@@ -159,6 +168,8 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
         options["embedding_model"] = embedding_model
     if concurrency is not None:
         options["concurrency"] = concurrency
+    if executor is not None:
+        options["executor"] = executor
     plan = make_plan(suite, models, **options)
     return await RunEngine(plan, store=store, progress=progress, run_id=run_id, force=force).execute()
 

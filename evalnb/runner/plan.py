@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from evalnb.providers.model import Model
+from evalnb.runner.executors import executor_record
 
 if TYPE_CHECKING:
     from evalnb.suite import Suite
@@ -40,6 +41,7 @@ class RunPlan:
     epochs: int = 1
     network_tasks: frozenset[str] = frozenset()  # tasks whose user code keeps the network
     name: str | None = None  # a label for people (`evalnb runs`); not part of what the run computes
+    executor: Any = "local"  # "local", "ray" or an evalnb.RayExecutor: where the calls are made
 
     def stored_options(self) -> dict[str, Any]:
         """Every option that shapes this run, as JSON (no keys): what `resume` runs with again."""
@@ -55,6 +57,7 @@ class RunPlan:
             "allow_network": sorted(self.network_tasks),
             "judge_model": model_record(self.judge_model) if self.judge_model else None,
             "embedding_model": model_record(self.embedding_model) if self.embedding_model else None,
+            "executor": executor_record(self.executor),
         }
 
 
@@ -86,7 +89,9 @@ def make_plan(
     epochs: int = 1,
     allow_network: bool | Sequence[str] = False,
     name: str | None = None,
+    executor: Any = "local",
 ) -> RunPlan:
+    from evalnb.runner.executors import check_executor
     from evalnb.suite.generation import Generation
     from evalnb.suite import Suite
 
@@ -156,6 +161,7 @@ def make_plan(
         epochs=epochs,
         network_tasks=network_tasks,
         name=name,
+        executor=check_executor(executor),
     )
 
 

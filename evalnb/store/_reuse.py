@@ -1,10 +1,13 @@
-"""Reusing whole graded samples from an earlier, identical run.
+"""Reusing whole graded samples from an earlier, identical run, and what a run already holds.
 
 A run whose signature (suite version — so grader code and extraction too — models,
 generation, tasks, judge and embedding models) and metadata equal a completed earlier run's
 would grade the same outputs with the same code against the same targets. Those samples are
 copied inside SQLite instead of being re-extracted, re-graded in the sandbox and re-encoded:
 a second run of an unchanged suite is then bound by reading rows, not by Python per sample.
+
+A run plans its work a stretch of items at a time (`runner.planner`), so the questions here
+are asked for one task and a range of item indexes: memory stays flat however big the run.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from evalnb.store._codec import from_json, text_hash, to_json
+from evalnb.store._codec import Op, from_json, text_hash, to_json
+
+_RANGE = "run_id = ? AND task_id = ? AND sample_index BETWEEN ? AND ? AND status = 'completed'"
 
 _COPY_SQL = (
     "INSERT OR REPLACE INTO samples (run_id, task_id, model, sample_index, epoch, status, prompt_hash, target, "
@@ -57,6 +62,28 @@ class GradeReuse:
         )
         return {(t, m, i, e): (key, target, digest, scores) for t, m, i, e, key, target, digest, scores in rows}
 
+    def completed_range(self, run_id: str, task_id: str, first: int, last: int) -> list[tuple[Any, ...]]:
+        """(model, sample_index, epoch, prompt digest, target, dataset_row digest) of the completed
+        samples of one task with first <= sample_index <= last: what a continued run keeps."""
+        return self._rows(  # type: ignore[attr-defined]
+            f"SELECT model, sample_index, epoch, prompt_hash, target, dataset_row_hash FROM samples WHERE {_RANGE}",
+            (run_id, task_id, first, last),
+        )
+
+    def graded_range(self, run_id: str, task_id: str, first: int, last: int) -> list[tuple[Any, ...]]:
+        """(model, sample_index, epoch, request_key, target, dataset_row digest, scores) of the
+        completed samples of one task with first <= sample_index <= last (`graded_samples`, a stretch)."""
+        return self._rows(  # type: ignore[attr-defined]
+            "SELECT model, sample_index, epoch, request_key, target, dataset_row_hash, scores FROM samples "
+            f"WHERE {_RANGE}",
+            (run_id, task_id, first, last),
+        )
+
+    def has_completed(self, run_id: str) -> bool:
+        """Whether the run holds any completed sample (a fresh run need not look for them)."""
+        return bool(self._rows(  # type: ignore[attr-defined]
+            "SELECT 1 FROM samples WHERE run_id = ? AND status = 'completed' LIMIT 1", (run_id,)))
+
     def copy_samples(self, from_run: str, to_run: str, keys: Iterable[tuple[str, str, int, int]], *, now: int) -> int:
         """Copy completed samples of `from_run` into `to_run` (same task, model, index, epoch)."""
         params = [(to_run, now, now, from_run, t, m, i, e) for t, m, i, e in keys]
@@ -65,3 +92,14 @@ class GradeReuse:
         with self._transaction() as conn:  # type: ignore[attr-defined]
             conn.executemany(_COPY_SQL, params)
         return len(params)
+
+
+def copy_op(from_run: str, to_run: str, task_id: str, model: str, epoch: int, indexes: list[int], now: int) -> Op:
+    """One write that copies the completed samples `indexes` of (task, model, epoch) from one run to another.
+
+    Handed to the run's `StoreWriter` (`copy_samples`), so copies commit in order with the
+    run's other writes, on its one connection, a statement per stretch of items.
+    """
+    marks = ", ".join("?" * len(indexes))
+    sql = _COPY_SQL.replace("AND sample_index = ? AND epoch = ?", f"AND epoch = ? AND sample_index IN ({marks})")
+    return Op(sql, (to_run, now, now, from_run, task_id, model, epoch, *indexes))

@@ -293,6 +293,22 @@ class Store(RunRecords, GradeReuse):
                     }
         return found
 
+    def cached_keys(self, request_keys: Iterable[str], *, run_id: str | None = None) -> set[str]:
+        """Which of `request_keys` have a cached output (`lookup_outputs` without reading the outputs)."""
+        keys = sorted(set(request_keys))
+        found: set[str] = set()
+        own = " AND run_id = ?" if run_id is not None else ""
+        with self._lock:
+            self._check_open()
+            for start in range(0, len(keys), _IN_CHUNK):
+                chunk = keys[start : start + _IN_CHUNK]
+                rows = self._conn.execute(
+                    f"SELECT request_key FROM outputs WHERE request_key IN ({', '.join('?' * len(chunk))}){own}",
+                    [*chunk, run_id] if run_id is not None else chunk,
+                ).fetchall()
+                found.update(r[0] for r in rows)
+        return found
+
     def put_outputs(self, outputs: Iterable[Mapping[str, Any]]) -> int:
         """Cache successful outputs (latest wins); entries with an `error` are skipped. Returns how many were stored."""
         now = _now()

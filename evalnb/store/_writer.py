@@ -28,6 +28,7 @@ from typing import Any
 from evalnb.errors import EvalnbError
 from evalnb.redaction import Redactor
 from evalnb.store._codec import Op, SampleEncoder, encode_output, write_ops
+from evalnb.store._reuse import copy_op
 
 
 class StoreWriteError(EvalnbError):
@@ -94,6 +95,16 @@ class StoreWriter:
         ops = [op for op in (encode_output(o, now, self._redactor, self.run_id) for o in outputs) if op is not None]
         with self._encode_lock:
             self._enqueue(ops)
+
+    def copy_samples(self, from_run: str, task_id: str, model: str, epoch: int, indexes: list[int]) -> None:
+        """Queue a copy of `from_run`'s completed samples `indexes` of (task, model, epoch) into this run."""
+        if not indexes:
+            return
+        if self.run_id is None:
+            raise ValueError("copy_samples needs a writer made for a run (Store.writer(run_id))")
+        op = copy_op(from_run, self.run_id, task_id, model, epoch, list(indexes), int(time.time()))
+        with self._encode_lock:
+            self._enqueue([op])
 
     def _enqueue(self, ops: list[Op]) -> None:
         if not ops:
