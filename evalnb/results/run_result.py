@@ -24,7 +24,7 @@ from __future__ import annotations
 import html
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +100,42 @@ def _columns(samples: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
         for field, values in columns.items():
             values.append(s.get(field))
     return columns
+
+
+def _metric_columns(manifest: Mapping[str, Any] | None, keys_by_task: Mapping[str, Any]) -> dict[str, str]:
+    """Metric id -> its `samples` column: the declared metrics, then any other score key found."""
+    declared = [m["id"] for specs in metric_specs(manifest).values() for m in specs]
+    found = sorted({k for keys in keys_by_task.values() for k in keys} - set(declared))
+    metric_ids = list(dict.fromkeys(declared + found))
+    return {m: (f"score:{m}" if m in SAMPLE_COLUMNS else m) for m in metric_ids}
+
+
+def _samples_frame(cols: Mapping[str, list[Any]], columns: Mapping[str, str]) -> pd.DataFrame:
+    """The `samples` frame of some samples given as columns (`Store.sample_columns`' shape)."""
+    import pandas as pd
+
+    data: dict[str, list[Any]] = {c: cols[c] for c in SAMPLE_COLUMNS if c in cols}
+    prompts: dict[str, str] = {}  # every model of an item shares one prompt string: keep one copy
+    data["prompt"] = [prompts.setdefault(p, p) if isinstance(p, str) else p for p in cols["prompt"]]
+    data["error"] = [None if e is None else _error_message(e) for e in cols["error"]]
+    usages = cols["usage"]
+    data["input_tokens"] = [None if u is None else _tokens(u, "input_tokens", "prompt_tokens") for u in usages]
+    data["output_tokens"] = [None if u is None else _tokens(u, "output_tokens", "completion_tokens") for u in usages]
+    score_dicts: list[Mapping[str, Any]] = [sc if isinstance(sc, Mapping) else {} for sc in cols["scores"]]
+    data["epoch"] = [0 if e is None else e for e in cols.get("epoch") or [0] * len(cols["task_id"])]
+    frame = pd.DataFrame({c: data[c] for c in _LEAD if c != "prompt"})
+    # object dtype keeps the shared str objects: one copy of each prompt, not one per model
+    frame.insert(_LEAD.index("prompt"), "prompt", pd.Series(data["prompt"], dtype="object"))
+    frame["sample_index"] = frame["sample_index"].astype("int64")
+    frame["epoch"] = frame["epoch"].astype("int64")
+    for metric, column in columns.items():
+        frame[column] = pd.Series([_as_score(d.get(metric)) for d in score_dicts], dtype="float64")
+    for c in _TAIL:
+        frame[c] = pd.Series(data[c], dtype="object")
+    frame["latency_s"] = pd.to_numeric(frame["latency_s"], errors="coerce").astype("float64")
+    for c in ("input_tokens", "output_tokens"):
+        frame[c] = frame[c].astype("Int64")
+    return frame
 
 
 def _tokens(usage: Any, *names: str) -> Any:
@@ -257,7 +293,7 @@ class RunResult:
         """Read the run again (for a run still in progress); returns self."""
         if self._store is not None:
             self._load()
-        for name in ("samples", "scores", "metrics", "metric_columns", "_frame"):
+        for name in ("samples", "scores", "metrics", "metric_columns", "_frame", "_lean"):
             self.__dict__.pop(name, None)
         return self
 
@@ -285,19 +321,19 @@ class RunResult:
         """How many times the run asked each item (1 unless it was run with ``epochs=K``)."""
         from evalnb.results.epochs import epoch_count
 
-        return epoch_count(self._frame[0], self._run.get("epochs"))
+        return epoch_count(self._lean[0], self._run.get("epochs"))
 
     @property
     def models(self) -> list[str]:
         """Model labels in run order, then any other label found in the samples."""
         labels = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
-        return labels + sorted(set(self._frame[0]["model"].unique()) - set(labels))
+        return labels + sorted(set(self._lean[0]["model"].unique()) - set(labels))
 
     @property
     def task_ids(self) -> list[str]:
         """Tasks in run order (the run's task_ids, else the manifest's), then any other found in the samples."""
         ids = list(self._run.get("task_ids") or metric_specs(self._manifest))
-        return ids + sorted(set(self._frame[0]["task_id"].unique()) - set(ids))
+        return ids + sorted(set(self._lean[0]["task_id"].unique()) - set(ids))
 
     def _specs(self) -> dict[str, list[dict[str, Any]]]:
         """Each task's metrics: the declared ones (SPEC: metrics say which score keys count).
@@ -307,7 +343,7 @@ class RunResult:
         """
         specs = metric_specs(self._manifest)
         declared = {t.get("id") for t in (self._manifest or {}).get("tasks", []) if t.get("metrics")}
-        frame, columns = self._frame
+        frame, columns = self._lean
         for task in frame["task_id"].unique():
             found = self._score_keys.get(task, [])
             current = specs.get(task, [])
@@ -320,61 +356,133 @@ class RunResult:
 
     # ---- frames -----------------------------------------------------------------------------
     @cached_property
-    def _frame(self) -> tuple[pd.DataFrame, dict[str, str]]:
-        """(samples frame, metric id -> column) built in one pass over the samples."""
+    def _lean(self) -> tuple[pd.DataFrame, dict[str, str]]:
+        """(scores frame, metric id -> column): keys, status and a float column per metric, no texts.
+
+        Everything `metrics`, `summarize`, `scores` and the comparisons need. A stored run is read
+        from its key, status and scores columns a page at a time (~50 bytes a sample), so a
+        million-sample run is summarised without ever building `samples`.
+        """
+        import numpy as np
         import pandas as pd
 
-        if self._sample_source is not None:
-            cols = _columns(self._sample_source)
-        else:
-            assert self._store is not None
-            cols = self._store.sample_columns(self._run_id)
-        data: dict[str, list[Any]] = {c: cols[c] for c in SAMPLE_COLUMNS if c in cols}
-        prompts: dict[str, str] = {}  # every model of an item shares one prompt string: keep one copy
-        data["prompt"] = [prompts.setdefault(p, p) if isinstance(p, str) else p for p in cols["prompt"]]
-        data["error"] = [None if e is None else _error_message(e) for e in cols["error"]]
-        usages = cols["usage"]
-        data["input_tokens"] = [None if u is None else _tokens(u, "input_tokens", "prompt_tokens") for u in usages]
-        data["output_tokens"] = [None if u is None else _tokens(u, "output_tokens", "completion_tokens") for u in usages]
-        score_dicts: list[Mapping[str, Any]] = [sc if isinstance(sc, Mapping) else {} for sc in cols["scores"]]
+        if self._store is None:  # from_data: the samples are in memory anyway
+            frame, columns = self._frame
+            return frame[["task_id", "model", "sample_index", "epoch", "status", *columns.values()]], columns
+        keys = ("task_id", "model", "sample_index", "epoch", "status")
+        interned: dict[str, str] = {}
+        parts: dict[str, list[Any]] = {k: [] for k in keys}
+        scores: dict[str, list[np.ndarray]] = {}  # score key -> one array per page
         keys_by_task: dict[str, dict[str, None]] = {}
-        for task_id, scores in zip(cols["task_id"], score_dicts):
-            if scores:
-                keys_by_task.setdefault(task_id, {}).update(dict.fromkeys(scores))
+        sizes: list[int] = []
+        for page in self._store.column_pages(self._run_id, [*keys, "scores"]):
+            n = len(page["task_id"])
+            for k in ("task_id", "model", "status"):
+                parts[k].append(np.array([interned.setdefault(v, v) for v in page[k]], dtype=object))
+            parts["sample_index"].append(np.asarray(page["sample_index"], dtype="int64"))
+            parts["epoch"].append(np.asarray([0 if e is None else e for e in page["epoch"]], dtype="int64"))
+            dicts = [sc if isinstance(sc, Mapping) else {} for sc in page["scores"]]
+            found: dict[str, None] = {}
+            for task_id, sc in zip(page["task_id"], dicts):
+                if sc:
+                    keys_by_task.setdefault(task_id, {}).update(dict.fromkeys(sc))
+                    found.update(dict.fromkeys(sc))
+            for name in found:
+                if name not in scores:
+                    scores[name] = [np.full(m, np.nan) for m in sizes]
+            for name, arrays in scores.items():
+                arrays.append(np.array([_as_score(d.get(name)) for d in dicts], dtype="float64"))
+            sizes.append(n)
         self._score_keys = {t: list(k) for t, k in keys_by_task.items()}
-
-        declared = [m["id"] for specs in metric_specs(self._manifest).values() for m in specs]
-        found = sorted({k for keys in keys_by_task.values() for k in keys} - set(declared))
-        metric_ids = list(dict.fromkeys(declared + found))
-        columns = {m: (f"score:{m}" if m in SAMPLE_COLUMNS else m) for m in metric_ids}
-
-        data["epoch"] = [0 if e is None else e for e in cols.get("epoch") or [0] * len(cols["task_id"])]
-        frame = pd.DataFrame({c: data[c] for c in _LEAD if c != "prompt"})
-        # object dtype keeps the shared str objects: one copy of each prompt, not one per model
-        frame.insert(_LEAD.index("prompt"), "prompt", pd.Series(data["prompt"], dtype="object"))
-        frame["sample_index"] = frame["sample_index"].astype("int64")
-        frame["epoch"] = frame["epoch"].astype("int64")
+        columns = _metric_columns(self._manifest, keys_by_task)
+        data: dict[str, Any] = {k: (np.concatenate(v) if v else np.array([], dtype=object if k in
+                                    ("task_id", "model", "status") else "int64")) for k, v in parts.items()}
         for metric, column in columns.items():
-            frame[column] = pd.Series([_as_score(d.get(metric)) for d in score_dicts], dtype="float64")
-        for c in _TAIL:
-            frame[c] = pd.Series(data[c], dtype="object")
-        frame["latency_s"] = pd.to_numeric(frame["latency_s"], errors="coerce").astype("float64")
-        for c in ("input_tokens", "output_tokens"):
-            frame[c] = frame[c].astype("Int64")
+            arrays = scores.get(metric)
+            data[column] = np.concatenate(arrays) if arrays else np.full(sum(sizes), np.nan)
+        frame = pd.DataFrame(data)
+        return self._run_order(frame), columns
+
+    def _run_order(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Rows in run order (tasks, then models, as the run listed them), then by item and epoch;
+        the store reads them sorted by name, often the same order, and then nothing moves."""
+        import numpy as np
+        import pandas as pd
+
         tasks = list(self._run.get("task_ids") or metric_specs(self._manifest))
         tasks += sorted(set(frame["task_id"].unique()) - set(tasks))
         models = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
         models += sorted(set(frame["model"].unique()) - set(models))
-        # rows in run order (tasks, then models, as the run listed them), then by item; the
-        # store reads them sorted by name, often the same order, and then nothing moves
-        import numpy as np
-
         task_rank = pd.Categorical(frame["task_id"], categories=tasks).codes
         model_rank = pd.Categorical(frame["model"], categories=models).codes
         order = np.lexsort((frame["epoch"].to_numpy(), frame["sample_index"].to_numpy(), model_rank, task_rank))
         if (order != np.arange(len(order))).any():
             frame = frame.take(order).reset_index(drop=True)
-        return frame, columns
+        return frame
+
+    @cached_property
+    def _frame(self) -> tuple[pd.DataFrame, dict[str, str]]:
+        """(samples frame, metric id -> column) built in one pass over the samples."""
+        if self._sample_source is not None:
+            cols = _columns(self._sample_source)
+            keys_by_task: dict[str, dict[str, None]] = {}
+            for task_id, sc in zip(cols["task_id"], cols["scores"]):
+                if isinstance(sc, Mapping) and sc:
+                    keys_by_task.setdefault(task_id, {}).update(dict.fromkeys(sc))
+            self._score_keys = {t: list(k) for t, k in keys_by_task.items()}
+            columns = _metric_columns(self._manifest, keys_by_task)
+        else:
+            assert self._store is not None
+            columns = self._lean[1]
+            cols = self._store.sample_columns(self._run_id)
+        return self._run_order(_samples_frame(cols, columns)), columns
+
+    def iter_samples(self, batch_size: int = 50_000) -> Iterator[pd.DataFrame]:
+        """`samples` a page at a time: the same columns and row order, at most `batch_size` rows each.
+
+        For a run too big for one frame (a million samples of `samples` take ~1.5 GB): each
+        page is read from the store when it is reached, one (task, model) at a time.
+        """
+        if self._store is None:
+            frame = self.samples
+            for start in range(0, len(frame), batch_size):
+                yield frame.iloc[start:start + batch_size].reset_index(drop=True)
+            return
+        from evalnb.store import SAMPLE_FIELDS
+
+        columns = self._lean[1]
+        for task in self.task_ids:
+            for model in self.models:
+                for page in self._store.column_pages(self._run_id, SAMPLE_FIELDS, task_id=task, model=model,
+                                                     batch_size=batch_size):
+                    yield _samples_frame(page, columns)
+
+    def samples_page(self, page: int, page_size: int = 10_000) -> pd.DataFrame:
+        """Rows ``page * page_size`` to ``(page + 1) * page_size`` of `samples`, read alone."""
+        import pandas as pd
+
+        if isinstance(page, bool) or not isinstance(page, int) or page < 0:
+            raise ValueError(f"page must be an integer >= 0, got {page!r}")
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise ValueError(f"page_size must be a positive integer, got {page_size!r}")
+        start, parts, seen = page * page_size, [], 0
+        for frame in self.iter_samples(batch_size=page_size):
+            end = seen + len(frame)
+            if end > start:
+                parts.append(frame.iloc[max(0, start - seen):start + page_size - seen])
+                if sum(len(p) for p in parts) >= page_size:
+                    break
+            seen = end
+        if not parts:
+            return self.samples.iloc[0:0] if self._store is None else _samples_frame(
+                {f: [] for f in self._frame_fields()}, self._lean[1])
+        return pd.concat(parts, ignore_index=True).iloc[:page_size]
+
+    @staticmethod
+    def _frame_fields() -> tuple[str, ...]:
+        from evalnb.store import SAMPLE_FIELDS
+
+        return SAMPLE_FIELDS
 
     @cached_property
     def samples(self) -> pd.DataFrame:
@@ -388,7 +496,7 @@ class RunResult:
     @cached_property
     def metric_columns(self) -> dict[str, str]:
         """Metric id -> its column in `samples` (the id itself unless it clashed)."""
-        return dict(self._frame[1])
+        return dict(self._lean[1])
 
     @cached_property
     def scores(self) -> pd.DataFrame:
@@ -400,7 +508,7 @@ class RunResult:
         """
         import pandas as pd
 
-        frame, columns = self._frame
+        frame, columns = self._lean
         specs = self._specs()
         parts = []
         for task in self.task_ids:
@@ -451,15 +559,14 @@ class RunResult:
         ``n_clusters``. A row without the field, or a task whose items share one cluster,
         is a ValueError naming the task and row.
         """
-        from evalnb.results.clusters import check_path, cluster_keys
+        from evalnb.results.clusters import check_path
         from evalnb.results.stats import _check_confidence
 
         _check_confidence(confidence)
         clusters = None
         if cluster_by is not None:
             check_path(cluster_by)
-            frame = self._frame[0]
-            clusters = cluster_keys(frame[frame["status"] == "completed"], cluster_by)
+            clusters = self._cluster_keys(cluster_by)
         return self._metrics_table(confidence=confidence, clusters=clusters, cluster_by=cluster_by)
 
     def _metrics_table(self, *, confidence: float = 0.95, clusters: Mapping[tuple[str, int], Any] | None = None,
@@ -467,10 +574,9 @@ class RunResult:
         import pandas as pd
 
         from evalnb.results.epochs import pass_at_k_ks
-        from evalnb.results.missing import missing_field_counts
 
-        frame, columns = self._frame
-        missing = missing_field_counts(frame, self._manifest)
+        frame, columns = self._lean
+        missing = self._missing_field_counts()
         specs = self._specs()
         epochs = self.epochs
         batch = {(t["task_id"], t["model"]): t for t in self._task_metrics}
@@ -499,12 +605,39 @@ class RunResult:
 
     # ---- comparisons ----------------------------------------------------------------------------
     def _clusters(self, cluster_by: str | None) -> dict[tuple[str, int], Any] | None:
-        from evalnb.results.clusters import cluster_keys
-
         if cluster_by is None:
             return None
-        frame = self._frame[0]
-        return cluster_keys(frame[frame["status"] == "completed"], cluster_by)
+        return self._cluster_keys(cluster_by)
+
+    def _row_pages(self, status: str | None = None) -> Iterator[pd.DataFrame]:
+        """(task_id, model, sample_index, status, dataset_row) of the samples, a page at a time."""
+        import pandas as pd
+
+        if self._store is None:
+            frame = self._frame[0]
+            part = frame if status is None else frame[frame["status"] == status]
+            yield part[["task_id", "model", "sample_index", "status", "dataset_row"]]
+            return
+        fields = ["task_id", "model", "sample_index", "status", "dataset_row"]
+        for page in self._store.column_pages(self._run_id, fields, status=status):
+            yield pd.DataFrame(page)
+
+    def _cluster_keys(self, cluster_by: str) -> dict[tuple[str, int], Any]:
+        from evalnb.results.clusters import cluster_keys
+
+        keys: dict[tuple[str, int], Any] = {}
+        for page in self._row_pages("completed"):
+            keys.update(cluster_keys(page, cluster_by))
+        return keys
+
+    def _missing_field_counts(self) -> dict[tuple[str, str], int]:
+        from evalnb.results.missing import missing_field_counts
+
+        counts: dict[tuple[str, str], int] = {}
+        for page in self._row_pages():
+            for key, n in missing_field_counts(page, self._manifest).items():
+                counts[key] = counts.get(key, 0) + n
+        return counts
 
     def paired(
         self,

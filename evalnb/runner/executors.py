@@ -89,7 +89,7 @@ def make_executor(value: Any) -> Any:
 
         return RayExecutor()
     if getattr(value, "name", None) == "ray":
-        return value.fresh()
+        return value
     raise ValueError(f"executor must be 'local', 'ray' or an evalnb.RayExecutor(...), got {value!r}")
 
 

@@ -259,6 +259,13 @@ class RayExecutor:
 
 
 def _import_ray() -> Any:
+    import os
+    import sys
+
+    if "ray" not in sys.modules and not os.environ.get("RAY_ADDRESS"):
+        # a local Ray started for this run then listens on 127.0.0.1, not on the machine's network
+        # address (Ray's own switch; a cluster given by address is not affected)
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
         import ray
     except ImportError:
