@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: test venv demo clean
+.PHONY: test test-slow venv demo clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -14,6 +14,11 @@ venv: $(VENV)/.installed
 
 test: venv
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The slow tests: a real Ray runtime (the cluster in RAY_ADDRESS, else a local one) and the
+# notebook that runs on it. .ci/run calls this after `make test`.
+test-slow: venv
+	$(PY) -m pytest -q -p no:cacheprovider -m slow
 
 # Execute notebooks/01_quickstart.ipynb end to end; write reports/quickstart.html (+ .ipynb) and
 # print the metrics table. Local stand-in models, or real ones with OPENAI_API_KEY / EVALNB_BASE_URL.

@@ -22,6 +22,7 @@ from typing import Any
 from evalnb.errors import EvalnbError
 
 SHARDS_PER_WORKER = 2  # in flight at once per actor: one running while the next waits
+REVIVE_S = 120.0  # how long a dead actor may take to come back before the run goes on without it
 
 
 class RayExecutor:
@@ -99,6 +100,7 @@ class RayExecutor:
         self._running: dict[asyncio.Task, int] = {}  # shard consumer -> actor index
         self._busy = [0] * workers
         self._wake = asyncio.Event()
+        self._reviving: set[asyncio.Task] = set()
         self._error: BaseException | None = None
         # a worker that cannot start (evalnb missing on a node, a grader that does not load) fails now
         await asyncio.gather(*(_await_ref(a.ready.remote()) for a in self.actors))
@@ -125,18 +127,25 @@ class RayExecutor:
             self._pending.append((uids[start:start + size], 0))
         self._pump()
         while len(self._pending) > len(self.actors) * SHARDS_PER_WORKER and self._error is None:
+            self._check_alive()
             self._wake.clear()
             await self._wake.wait()
         self._raise()
 
     async def drain(self) -> None:
         while (self._pending or self._running) and self._error is None:
+            self._check_alive()
             self._wake.clear()
             await self._wake.wait()
         self._raise()
 
+    def _check_alive(self) -> None:
+        if self._pending and not self._running and not self._reviving:
+            raise EvalnbError(f"every Ray worker of this run died; {len(self._units)} samples were not done "
+                              "(what finished is stored: resume the run)")
+
     async def close(self) -> None:
-        for task in list(getattr(self, "_running", {})):
+        for task in [*getattr(self, "_running", {}), *getattr(self, "_reviving", ())]:
             task.cancel()
         if getattr(self, "_running", None):
             await asyncio.gather(*self._running, return_exceptions=True)
@@ -209,6 +218,28 @@ class RayExecutor:
                 raise EvalnbError(f"Ray workers died {attempts + 1} times running a shard of {len(uids)} samples "
                                   f"({len(left)} left): {type(exc).__name__}: {exc}") from None
             self._pending.appendleft((left, attempts + 1))
+            # the actor takes no work until Ray has restarted it (its shards go to the others)
+            self._busy[index] += SHARDS_PER_WORKER
+            revive = asyncio.ensure_future(self._revive(index))
+            self._reviving.add(revive)
+            revive.add_done_callback(self._reviving.discard)
+
+    async def _revive(self, index: int) -> None:
+        """Wait until Ray has restarted actor `index`, then give it work again."""
+        ray = self._ray
+        deadline = asyncio.get_running_loop().time() + REVIVE_S
+        while True:
+            try:
+                await self.actors[index].ready.remote()
+                break
+            except ray.exceptions.RayError:
+                if asyncio.get_running_loop().time() > deadline:
+                    self._wake.set()
+                    return  # it stays out of the run; the other actors carry on
+                await asyncio.sleep(0.5)
+        self._busy[index] -= SHARDS_PER_WORKER
+        self._pump()
+        self._wake.set()
 
     def _accept(self, batch: dict[str, Any]) -> None:
         """Finished samples from a worker: into the store (one hand-over), onto the panel."""
