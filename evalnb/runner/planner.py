@@ -70,6 +70,7 @@ class Planner:
         gen = plan.generation
         self._keys = {m.label: request_key_function(m.name, m.base_url, m.api, gen) for m in plan.models}
         self.decisions: dict[tuple[str, str, int], bytearray] = {}
+        self._labels = [m.label for m in plan.models]
 
     def key(self, label: str, prompt: str, epoch: int) -> str:
         from evalnb.store import epoch_request_key
@@ -119,7 +120,7 @@ class Planner:
 
         if self.has_own:  # samples this run finished before: kept if asked and graded the same way
             for label, index, epoch, prompt_hash, target, row_hash_ in self.store.completed_range(
-                    self.run_id, task_id, first, last):
+                    self.run_id, task_id, self._labels, first, last):
                 d, j = dec.get((label, epoch)), index - first
                 if d is None or not 0 <= j < n:
                     continue
@@ -129,7 +130,7 @@ class Planner:
                     result.kept[label] += 1
         if self.previous is not None and per_sample and plan.reuse:
             for label, index, epoch, key, target, row_hash_, scores in self.store.graded_range(
-                    self.previous, task_id, first, last):
+                    self.previous, task_id, self._labels, first, last):
                 d, j = dec.get((label, epoch)), index - first
                 if d is None or not 0 <= j < n or d[j] != CALL:
                     continue

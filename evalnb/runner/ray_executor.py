@@ -22,6 +22,7 @@ from typing import Any
 from evalnb.errors import EvalnbError
 
 SHARDS_PER_WORKER = 2  # in flight at once per actor: one running while the next waits
+LOCAL_START_ATTEMPTS = 3
 REVIVE_S = 120.0  # how long a dead actor may take to come back before the run goes on without it
 
 
@@ -114,7 +115,14 @@ class RayExecutor:
         if address:
             ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
         else:  # a local Ray on this machine, started for this session
-            ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+            for attempt in range(LOCAL_START_ATTEMPTS):
+                try:
+                    ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+                    return
+                except Exception:  # Ray's own 30 s start-up deadline, missed on a busy machine
+                    ray.shutdown()
+                    if attempt == LOCAL_START_ATTEMPTS - 1:
+                        raise
 
     async def submit(self, units: list[Any]) -> None:
         size = self.shard_size

@@ -17,7 +17,8 @@ from typing import Any
 
 from evalnb.store._codec import Op, from_json, text_hash, to_json
 
-_RANGE = "run_id = ? AND task_id = ? AND sample_index BETWEEN ? AND ? AND status = 'completed'"
+# per model: the primary key (run, task, model, index, epoch) then walks one narrow stretch
+_RANGE = "run_id = ? AND task_id = ? AND model = ? AND sample_index BETWEEN ? AND ? AND status = 'completed'"
 
 _COPY_SQL = (
     "INSERT OR REPLACE INTO samples (run_id, task_id, model, sample_index, epoch, status, prompt_hash, target, "
@@ -62,22 +63,20 @@ class GradeReuse:
         )
         return {(t, m, i, e): (key, target, digest, scores) for t, m, i, e, key, target, digest, scores in rows}
 
-    def completed_range(self, run_id: str, task_id: str, first: int, last: int) -> list[tuple[Any, ...]]:
+    def completed_range(self, run_id: str, task_id: str, models: Iterable[str], first: int,
+                        last: int) -> list[tuple[Any, ...]]:
         """(model, sample_index, epoch, prompt digest, target, dataset_row digest) of the completed
-        samples of one task with first <= sample_index <= last: what a continued run keeps."""
-        return self._rows(  # type: ignore[attr-defined]
-            f"SELECT model, sample_index, epoch, prompt_hash, target, dataset_row_hash FROM samples WHERE {_RANGE}",
-            (run_id, task_id, first, last),
-        )
+        samples of one task and `models` with first <= sample_index <= last: what a continued run keeps."""
+        sql = f"SELECT model, sample_index, epoch, prompt_hash, target, dataset_row_hash FROM samples WHERE {_RANGE}"
+        return [row for m in models for row in self._rows(sql, (run_id, task_id, m, first, last))]  # type: ignore[attr-defined]
 
-    def graded_range(self, run_id: str, task_id: str, first: int, last: int) -> list[tuple[Any, ...]]:
-        """(model, sample_index, epoch, request_key, target, dataset_row digest, scores) of the
-        completed samples of one task with first <= sample_index <= last (`graded_samples`, a stretch)."""
-        return self._rows(  # type: ignore[attr-defined]
-            "SELECT model, sample_index, epoch, request_key, target, dataset_row_hash, scores FROM samples "
-            f"WHERE {_RANGE}",
-            (run_id, task_id, first, last),
-        )
+    def graded_range(self, run_id: str, task_id: str, models: Iterable[str], first: int,
+                     last: int) -> list[tuple[Any, ...]]:
+        """(model, sample_index, epoch, request_key, target, dataset_row digest, scores) of the completed
+        samples of one task and `models` with first <= sample_index <= last (`graded_samples`, a stretch)."""
+        sql = ("SELECT model, sample_index, epoch, request_key, target, dataset_row_hash, scores FROM samples "
+               f"WHERE {_RANGE}")
+        return [row for m in models for row in self._rows(sql, (run_id, task_id, m, first, last))]  # type: ignore[attr-defined]
 
     def has_completed(self, run_id: str) -> bool:
         """Whether the run holds any completed sample (a fresh run need not look for them)."""

@@ -32,11 +32,11 @@ def test_ranges_of_completed_samples(store):
     run = _run(store)
     store.write_samples([_sample(i) for i in range(10)] + [_sample(10, "failed")], run_id=run)
     assert not store.has_completed(_run(store)) and store.has_completed(run)
-    got = store.completed_range(run, "qa", 3, 10)
+    got = store.completed_range(run, "qa", ["m1", "m2"], 3, 10)
     assert [(m, i, e) for m, i, e, *_ in got] == [("m1", i, 0) for i in range(3, 10)]  # not the failed one
     _, _, _, prompt_hash, target, row_hash = got[0]
     assert prompt_hash == text_hash("P3") and target == "3" and row_hash == row_digest({"q": 3})
-    graded = store.graded_range(run, "qa", 0, 1)
+    graded = store.graded_range(run, "qa", ["m1"], 0, 1)
     assert [(i, key, scores) for _, i, _, key, _, _, scores in graded] == [(0, "k0", '{"em":0}'), (1, "k1", '{"em":1}')]
 
 
