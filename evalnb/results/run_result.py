@@ -36,59 +36,13 @@ if TYPE_CHECKING:
 
 __all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
 
-# Fixed columns of `samples`; metric columns go between LEAD and TAIL.
-_LEAD = ("task_id", "model", "sample_index", "epoch", "status", "prompt", "prompt_text", "target", "output_text",
-         "extracted_output")
-_TAIL = ("error", "log", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row")
-SAMPLE_COLUMNS = _LEAD + _TAIL
+from evalnb.results.frames import SAMPLE_COLUMNS, lean_frame, metric_columns, metric_specs, samples_frame  # noqa: E402
+
 METRICS_COLUMNS = (
     "task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_missing_field", "epochs", "mean", "stderr",
     "ci_low", "ci_high", "higher_is_better", "aggregation", "source", "error",
 )
 _SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
-
-
-def metric_specs(manifest: Mapping[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
-    """task id -> its metrics [{id, aggregation, higher_is_better}], as the manifest declares them.
-
-    A task without `metrics` gets its grader's `metric_id` (default "score") when the grader is
-    per-sample; an aggregate (batch) grader reports its own metrics, so it gets none here.
-    """
-    specs: dict[str, list[dict[str, Any]]] = {}
-    for task in (manifest or {}).get("tasks") or []:
-        declared = task.get("metrics") or []
-        grader = task.get("grader") or {}
-        execution = grader.get("execution") or ("aggregate" if grader.get("contract") == "batch" else "per_sample")
-        if declared:
-            found = [m if isinstance(m, Mapping) else {"id": str(m)} for m in declared]
-        elif execution == "aggregate":
-            found = []
-        else:
-            found = [{"id": grader.get("metric_id") or "score"}]
-        specs[task["id"]] = [
-            {"id": m["id"], "aggregation": m.get("aggregation") or "mean", "higher_is_better": m.get("higher_is_better", True)}
-            for m in found
-        ]
-    return specs
-
-
-def _as_score(value: Any) -> float:
-    """A stored score as float; bools are 0/1; None, NaN and anything non-numeric are NaN."""
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
-    return math.nan
-
-
-def _error_message(error: Any) -> str | None:
-    if error is None or isinstance(error, str):
-        return error
-    if isinstance(error, Mapping) and "message" in error:
-        return f"{error['type']}: {error['message']}" if error.get("type") else str(error["message"])
-    import json
-
-    return json.dumps(error, ensure_ascii=False)
 
 
 def _columns(samples: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
@@ -100,51 +54,6 @@ def _columns(samples: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
         for field, values in columns.items():
             values.append(s.get(field))
     return columns
-
-
-def _metric_columns(manifest: Mapping[str, Any] | None, keys_by_task: Mapping[str, Any]) -> dict[str, str]:
-    """Metric id -> its `samples` column: the declared metrics, then any other score key found."""
-    declared = [m["id"] for specs in metric_specs(manifest).values() for m in specs]
-    found = sorted({k for keys in keys_by_task.values() for k in keys} - set(declared))
-    metric_ids = list(dict.fromkeys(declared + found))
-    return {m: (f"score:{m}" if m in SAMPLE_COLUMNS else m) for m in metric_ids}
-
-
-def _samples_frame(cols: Mapping[str, list[Any]], columns: Mapping[str, str]) -> pd.DataFrame:
-    """The `samples` frame of some samples given as columns (`Store.sample_columns`' shape)."""
-    import pandas as pd
-
-    data: dict[str, list[Any]] = {c: cols[c] for c in SAMPLE_COLUMNS if c in cols}
-    prompts: dict[str, str] = {}  # every model of an item shares one prompt string: keep one copy
-    data["prompt"] = [prompts.setdefault(p, p) if isinstance(p, str) else p for p in cols["prompt"]]
-    data["error"] = [None if e is None else _error_message(e) for e in cols["error"]]
-    usages = cols["usage"]
-    data["input_tokens"] = [None if u is None else _tokens(u, "input_tokens", "prompt_tokens") for u in usages]
-    data["output_tokens"] = [None if u is None else _tokens(u, "output_tokens", "completion_tokens") for u in usages]
-    score_dicts: list[Mapping[str, Any]] = [sc if isinstance(sc, Mapping) else {} for sc in cols["scores"]]
-    data["epoch"] = [0 if e is None else e for e in cols.get("epoch") or [0] * len(cols["task_id"])]
-    frame = pd.DataFrame({c: data[c] for c in _LEAD if c != "prompt"})
-    # object dtype keeps the shared str objects: one copy of each prompt, not one per model
-    frame.insert(_LEAD.index("prompt"), "prompt", pd.Series(data["prompt"], dtype="object"))
-    frame["sample_index"] = frame["sample_index"].astype("int64")
-    frame["epoch"] = frame["epoch"].astype("int64")
-    for metric, column in columns.items():
-        frame[column] = pd.Series([_as_score(d.get(metric)) for d in score_dicts], dtype="float64")
-    for c in _TAIL:
-        frame[c] = pd.Series(data[c], dtype="object")
-    frame["latency_s"] = pd.to_numeric(frame["latency_s"], errors="coerce").astype("float64")
-    for c in ("input_tokens", "output_tokens"):
-        frame[c] = frame[c].astype("Int64")
-    return frame
-
-
-def _tokens(usage: Any, *names: str) -> Any:
-    if isinstance(usage, Mapping):
-        for name in names:
-            value = usage.get(name)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-    return None
 
 
 def _nan(value: float | None) -> float:
@@ -363,44 +272,10 @@ class RunResult:
         from its key, status and scores columns a page at a time (~50 bytes a sample), so a
         million-sample run is summarised without ever building `samples`.
         """
-        import numpy as np
-        import pandas as pd
-
         if self._store is None:  # from_data: the samples are in memory anyway
             frame, columns = self._frame
             return frame[["task_id", "model", "sample_index", "epoch", "status", *columns.values()]], columns
-        keys = ("task_id", "model", "sample_index", "epoch", "status")
-        interned: dict[str, str] = {}
-        parts: dict[str, list[Any]] = {k: [] for k in keys}
-        scores: dict[str, list[np.ndarray]] = {}  # score key -> one array per page
-        keys_by_task: dict[str, dict[str, None]] = {}
-        sizes: list[int] = []
-        for page in self._store.column_pages(self._run_id, [*keys, "scores"]):
-            n = len(page["task_id"])
-            for k in ("task_id", "model", "status"):
-                parts[k].append(np.array([interned.setdefault(v, v) for v in page[k]], dtype=object))
-            parts["sample_index"].append(np.asarray(page["sample_index"], dtype="int64"))
-            parts["epoch"].append(np.asarray([0 if e is None else e for e in page["epoch"]], dtype="int64"))
-            dicts = [sc if isinstance(sc, Mapping) else {} for sc in page["scores"]]
-            found: dict[str, None] = {}
-            for task_id, sc in zip(page["task_id"], dicts):
-                if sc:
-                    keys_by_task.setdefault(task_id, {}).update(dict.fromkeys(sc))
-                    found.update(dict.fromkeys(sc))
-            for name in found:
-                if name not in scores:
-                    scores[name] = [np.full(m, np.nan) for m in sizes]
-            for name, arrays in scores.items():
-                arrays.append(np.array([_as_score(d.get(name)) for d in dicts], dtype="float64"))
-            sizes.append(n)
-        self._score_keys = {t: list(k) for t, k in keys_by_task.items()}
-        columns = _metric_columns(self._manifest, keys_by_task)
-        data: dict[str, Any] = {k: (np.concatenate(v) if v else np.array([], dtype=object if k in
-                                    ("task_id", "model", "status") else "int64")) for k, v in parts.items()}
-        for metric, column in columns.items():
-            arrays = scores.get(metric)
-            data[column] = np.concatenate(arrays) if arrays else np.full(sum(sizes), np.nan)
-        frame = pd.DataFrame(data)
+        frame, columns, self._score_keys = lean_frame(self._store, self._run_id, self._manifest)
         return self._run_order(frame), columns
 
     def _run_order(self, frame: pd.DataFrame) -> pd.DataFrame:
@@ -430,12 +305,12 @@ class RunResult:
                 if isinstance(sc, Mapping) and sc:
                     keys_by_task.setdefault(task_id, {}).update(dict.fromkeys(sc))
             self._score_keys = {t: list(k) for t, k in keys_by_task.items()}
-            columns = _metric_columns(self._manifest, keys_by_task)
+            columns = metric_columns(self._manifest, keys_by_task)
         else:
             assert self._store is not None
             columns = self._lean[1]
             cols = self._store.sample_columns(self._run_id)
-        return self._run_order(_samples_frame(cols, columns)), columns
+        return self._run_order(samples_frame(cols, columns)), columns
 
     def iter_samples(self, batch_size: int = 50_000) -> Iterator[pd.DataFrame]:
         """`samples` a page at a time: the same columns and row order, at most `batch_size` rows each.
@@ -455,7 +330,7 @@ class RunResult:
             for model in self.models:
                 for page in self._store.column_pages(self._run_id, SAMPLE_FIELDS, task_id=task, model=model,
                                                      batch_size=batch_size):
-                    yield _samples_frame(page, columns)
+                    yield samples_frame(page, columns)
 
     def samples_page(self, page: int, page_size: int = 10_000) -> pd.DataFrame:
         """Rows ``page * page_size`` to ``(page + 1) * page_size`` of `samples`, read alone."""
@@ -474,7 +349,7 @@ class RunResult:
                     break
             seen = end
         if not parts:
-            return self.samples.iloc[0:0] if self._store is None else _samples_frame(
+            return self.samples.iloc[0:0] if self._store is None else samples_frame(
                 {f: [] for f in self._frame_fields()}, self._lean[1])
         return pd.concat(parts, ignore_index=True).iloc[:page_size]
 

@@ -259,6 +259,7 @@ class RunEngine(GradingPipeline):
                 # for a sandbox worker to start, so it runs while this thread reads the rows.
                 check = asyncio.ensure_future(grader.check())
                 source = await asyncio.to_thread(_item_source, plan, task_id, pool)
+                # the panel's metric per model: the first task's first metric (set below if not yet)
                 metric = {m.label: self.progress.model(m.label).metric or (
                     task.effective_metrics[0].id if task.effective_metrics else None) for m in plan.models}
                 missing = MissingFields(task)
@@ -289,10 +290,9 @@ class RunEngine(GradingPipeline):
                 mp.reused += survey.copied[label]
                 if mp.metric is None and task.effective_metrics:
                     mp.metric = task.effective_metrics[0].id
-                if mp.metric == metric[label]:
-                    total, n = survey.copied_metric.get(label, (0.0, 0))
-                    mp.metric_sum += total
-                    mp.metric_n += n
+                total, n = survey.copied_metric.get(label, (0.0, 0))  # copied samples' scores of mp.metric
+                mp.metric_sum += total
+                mp.metric_n += n
             self.tasks[task_id] = state
         self._make_clients()  # after the rows and graders: the client code loads meanwhile (see preload)
 

@@ -27,9 +27,6 @@ class LocalExecutor:
 
     name = "local"
 
-    def describe(self) -> str:
-        return "local"
-
     async def start(self, engine: Any) -> None:
         self.engine = engine
         self.calls: deque[Any] = deque()

@@ -77,9 +77,6 @@ class RayExecutor:
                    resources=record.get("resources"), address=record.get("address"),
                    shard_size=record.get("shard_size") or 256)
 
-    def describe(self) -> str:
-        return f"ray ({len(self.actors)} workers)"
-
     # ---- the run ---------------------------------------------------------------------------
     async def start(self, engine: Any) -> None:
         ray = _import_ray()
