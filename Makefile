@@ -8,6 +8,11 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[dev]'
+	# rfc3987-syntax (pulled in by jupyter-events' jsonschema[format-nongpl]) compiles a Lark grammar
+	# when jsonschema is imported: 2.8 s of CPU in every Ray process (Ray imports jsonschema), which
+	# made a local Ray miss its 30 s start-up deadline on a busy 2-core machine. jsonschema skips
+	# that format check without it.
+	$(PIP) uninstall -y -q rfc3987-syntax
 	touch $@
 
 venv: $(VENV)/.installed

@@ -114,7 +114,9 @@ class RayExecutor:
         else:  # a local Ray on this machine, started for this session
             for attempt in range(LOCAL_START_ATTEMPTS):
                 try:
-                    ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+                    # quiet: the user asked for an evalnb run, not for Ray's start-up notices
+                    ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False,
+                             logging_level="ERROR")
                     return
                 except Exception:  # Ray's own 30 s start-up deadline, missed on a busy machine
                     ray.shutdown()
