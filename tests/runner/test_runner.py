@@ -757,8 +757,6 @@ def test_a_fresh_process_loads_pandas_before_the_first_call(tmp_path):
 def test_a_store_that_cannot_open_fails_the_run_and_leaves_no_worker(make_suite, model_server, tmp_path, monkeypatch):
     # the sandbox worker starts before the store opens (it overlaps that work): when the store
     # fails, the worker it started must not outlive the run
-    import os
-
     from helpers.runner_kit import child_pids as children
 
     suite = make_suite({"add": rows(3)})
