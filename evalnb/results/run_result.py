@@ -40,7 +40,10 @@ __all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
 _LEAD = ("task_id", "model", "sample_index", "epoch", "status", "prompt", "prompt_text", "target", "output_text",
          "extracted_output")
 _TAIL = ("error", "log", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row")
-SAMPLE_COLUMNS = _LEAD + _TAIL
+# cost columns come last: cost_usd of the candidate call (0 when answered from the store, NaN
+# without a price), judge_cost_usd of the sample's grader model calls, cached (from the store)
+_COST = ("cost_usd", "judge_cost_usd", "cached")
+SAMPLE_COLUMNS = _LEAD + _TAIL + _COST
 METRICS_COLUMNS = (
     "task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_missing_field", "epochs", "mean", "stderr",
     "ci_low", "ci_high", "higher_is_better", "aggregation", "source", "error",
@@ -257,7 +260,7 @@ class RunResult:
         """Read the run again (for a run still in progress); returns self."""
         if self._store is not None:
             self._load()
-        for name in ("samples", "scores", "metrics", "metric_columns", "_frame"):
+        for name in ("samples", "scores", "metrics", "metric_columns", "_frame", "judge_calls", "costs"):
             self.__dict__.pop(name, None)
         return self
 
@@ -361,6 +364,7 @@ class RunResult:
         frame["latency_s"] = pd.to_numeric(frame["latency_s"], errors="coerce").astype("float64")
         for c in ("input_tokens", "output_tokens"):
             frame[c] = frame[c].astype("Int64")
+        self._add_costs(frame, cols)
         tasks = list(self._run.get("task_ids") or metric_specs(self._manifest))
         tasks += sorted(set(frame["task_id"].unique()) - set(tasks))
         models = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
@@ -374,7 +378,73 @@ class RunResult:
         order = np.lexsort((frame["epoch"].to_numpy(), frame["sample_index"].to_numpy(), model_rank, task_rank))
         if (order != np.arange(len(order))).any():
             frame = frame.take(order).reset_index(drop=True)
+        self._cached_input = frame.pop("_cached_input").to_numpy()
         return frame, columns
+
+    def _add_costs(self, frame: pd.DataFrame, cols: Mapping[str, list[Any]]) -> None:
+        import pandas as pd
+
+        from evalnb.results.costs import judge_cost_by_sample
+
+        n = len(frame)
+        frame["cost_usd"] = pd.to_numeric(pd.Series(cols.get("cost_usd") or [None] * n, dtype="object"),
+                                          errors="coerce").astype("float64")
+        by_sample = judge_cost_by_sample(self.judge_calls)
+        frame["judge_cost_usd"] = pd.Series(
+            [by_sample.get(k, math.nan) for k in zip(cols["task_id"], cols["model"], cols["sample_index"],
+                                                     [e or 0 for e in cols.get("epoch") or [0] * n])]
+            if by_sample else [math.nan] * n, dtype="float64")
+        frame["cached"] = pd.array([None if c is None else bool(c) for c in cols.get("cached") or [None] * n],
+                                   dtype="boolean")
+        # input tokens the provider's prompt cache served (for `costs`), aligned with the rows
+        frame["_cached_input"] = [(_tokens(u, "cached_input_tokens") or 0) if u is not None else 0 for u in cols["usage"]]
+
+    @cached_property
+    def judge_calls(self) -> pd.DataFrame:
+        """Every model call the run's graders made: task_id, model, sample_index, epoch, call, kind,
+        judge_model, request (the body as sent), output_text, usage, input_tokens, output_tokens,
+        latency_s, cost_usd, cached (answered from the store), reply (the whole reply).
+
+        One row per call, in sample order; a batch grader's calls have sample_index <NA>.
+        """
+        from evalnb.results.costs import judge_calls_frame
+
+        calls = self._store.judge_calls(self._run_id) if self._store is not None else []
+        return judge_calls_frame(calls)
+
+    @cached_property
+    def costs(self) -> pd.DataFrame:
+        """Per (task_id, model, role): calls, cached, input_tokens, cached_input_tokens,
+        output_tokens, cost_usd, billed_model. ``role`` is ``candidate`` (the model's own calls)
+        or ``judge`` (its samples' grader calls, costed at the judge's price); see
+        `evalnb.results.costs.costs_frame`."""
+        from evalnb.results.costs import costs_frame
+
+        names = {m["label"]: m.get("name") or m["label"] for m in self._run.get("models") or [] if isinstance(m, Mapping)}
+        frame = self._frame[0]
+        return costs_frame(frame, self._cached_input, self.judge_calls, names)
+
+    @property
+    def cost_usd(self) -> float:
+        """USD the run's recorded calls cost, candidates and judges (calls without a price count 0)."""
+        return float(self.costs["cost_usd"].fillna(0.0).sum())
+
+    def judge_agreement(self, labels: Any, *, metric: str) -> pd.DataFrame:
+        """How far the judge's ``metric`` agrees with people's ``labels`` on the same answers.
+
+        ``labels``: a DataFrame with ``task_id, sample_index, label`` (a person's score for the
+        model's answer, on the metric's scale), plus ``model`` when the run has several models
+        (and ``epoch`` for a run with epochs; default 0). Returns one row per (task_id, model):
+        n (answers both scored), n_unscored (labelled but not scored by the judge), accuracy with
+        its 95% Wilson interval (ci_low, ci_high), cohen_kappa and confusion ({label: {judged:
+        count}}; `evalnb.plots.judge_confusion` draws it). Labels for samples the run does not
+        have are a ValueError naming them.
+        """
+        from evalnb.results.agreement import judge_agreement
+
+        frame, columns = self._frame
+        return judge_agreement(frame, columns.get(metric), labels, metric=metric, models=self.models,
+                               available=list(columns))
 
     @cached_property
     def samples(self) -> pd.DataFrame:
@@ -657,7 +727,7 @@ class RunResult:
                 suite = Suite.from_dict(self._manifest, base_dir=base_dir)
             except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
                 suite = None
-        frame = self._one_epoch(epoch)
+        frame = self._with_judge_calls(self._one_epoch(epoch))
         if baseline is None:
             return browse(frame, suite=suite, filter=filter, models=models)
         from evalnb.results.diff import changed_items
@@ -673,6 +743,18 @@ class RunResult:
         order = [label for m in chosen for label in (f"{m} (baseline)", m)]
         changed = changed_items(self.scores, baseline.scores)
         return browse(both, suite=suite, filter=filter or "changed", models=order, changed=changed)
+
+    def _with_judge_calls(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with a ``judge_calls`` column (each sample's grader calls) when there are any."""
+        calls = self.judge_calls
+        if calls.empty:
+            return frame
+        by_sample: dict[tuple, list[dict]] = {}
+        for record in calls[calls["sample_index"].notna()].to_dict("records"):
+            key = (record["task_id"], record["model"], int(record["sample_index"]), int(record["epoch"]))
+            by_sample.setdefault(key, []).append(record)
+        keys = zip(frame["task_id"], frame["model"], frame["sample_index"], frame["epoch"])
+        return frame.assign(judge_calls=[by_sample.get((t, m, int(i), int(e))) for t, m, i, e in keys])
 
     def _one_epoch(self, epoch: int | None) -> pd.DataFrame:
         frame = self.samples

@@ -284,14 +284,15 @@ class Store(RunRecords, GradeReuse):
             for start in range(0, len(keys), _IN_CHUNK):
                 chunk = keys[start : start + _IN_CHUNK]
                 rows = self._conn.execute(
-                    "SELECT request_key, output_text, usage, response_id, latency_s, created_at, reply FROM outputs "
-                    f"WHERE request_key IN ({', '.join('?' * len(chunk))}){own}",
+                    "SELECT request_key, output_text, usage, response_id, latency_s, created_at, reply, run_id "
+                    f"FROM outputs WHERE request_key IN ({', '.join('?' * len(chunk))}){own}",
                     [*chunk, run_id] if run_id is not None else chunk,
                 ).fetchall()
-                for key, text, usage, response_id, latency, created, reply in rows:
+                for key, text, usage, response_id, latency, created, reply, received_by in rows:
                     found[key] = {
                         "request_key": key, "output_text": text, "usage": from_json(usage),
                         "response_id": response_id, "latency_s": latency, "created_at": created,
+                        "run_id": received_by,
                     }
                     if reply is not None:
                         found[key]["reply"] = from_json(reply)
