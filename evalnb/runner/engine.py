@@ -316,6 +316,7 @@ class RunEngine(GradingPipeline):
                     mp.metric = task.effective_metrics[0].id
             self.tasks[task_id] = state
         self._done_keys = done
+        self._paid = self.store.paid_samples(self.run_id)  # calls an earlier attempt made and paid for
         self._make_clients()  # after the rows and graders: the client code loads meanwhile (see preload)
 
     def _warn_missing_fields(self, task: Any, items: list[Any]) -> None:
@@ -575,8 +576,12 @@ class RunEngine(GradingPipeline):
         sample = self._sample(task_id, item, model, epoch, output)
         sample["request_key"] = key
         sample["reused"] = reused
-        if reused:  # answered from the store: nothing was paid for it in this run
-            sample["cached"], sample["cost_usd"] = True, 0.0
+        if reused:  # answered from the store: nothing was paid for it in this run...
+            paid = self._paid.get((task_id, model.label, item.index, epoch)) if self._paid else None
+            if paid is not None and paid[0] == key:  # ...unless an earlier attempt of the run made the call
+                sample["cached"], sample["cost_usd"] = False, paid[1]
+            else:
+                sample["cached"], sample["cost_usd"] = True, 0.0
         try:
             sample["extracted_output"] = state.extractor(sample["output_text"])
         except Exception as exc:  # noqa: BLE001 - extraction never takes the run down

@@ -336,6 +336,17 @@ class Store(RunRecords, GradeReuse):
             out.append(call)
         return out
 
+    def paid_samples(self, run_id: str) -> dict[tuple[str, str, int, int], tuple[str | None, float | None]]:
+        """(task, model, index, epoch) -> (request_key, cost_usd) of the run's unfinished samples whose
+        candidate call was made (not answered from the store): a resume that takes their output
+        from the cache keeps what the call cost."""
+        rows = self._rows(
+            "SELECT task_id, model, sample_index, epoch, request_key, cost_usd FROM samples WHERE run_id = ? "
+            "AND status != 'completed' AND cached = 0 AND output_text IS NOT NULL",
+            (run_id,),
+        )
+        return {(t, m, i, e): (key, cost) for t, m, i, e, key, cost in rows}
+
     def run_spend(self, run_id: str) -> float:
         """USD recorded for a run so far: its candidate calls plus its grader model calls."""
         rows = self._rows(
