@@ -251,3 +251,17 @@ def test_the_progress_line_shows_spend(make_suite, model_server, capsys):
                max_cost_usd=5, progress="text")
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert f"${5 * cost(PROMPT_TOKENS, 10):.4f} spent of $5.00" in line and "completed" in line
+
+
+def test_the_progress_panel_shows_spend_and_judge_calls(make_suite, model_server, widget_displays):
+    server = model_server(usage={"input_tokens": PROMPT_TOKENS, "output_tokens": 10})
+    judge = model_server(lambda body: "yes", usage={"input_tokens": 4, "output_tokens": 1})
+    source = "def grade(sample, item, ctx):\n    return ctx.responses_create(input='ok?')['output_text'] == 'yes'\n"
+    suite = _suite(make_suite, 3, grader={"contract": "model_backed", "source": source})
+    result = evalnb.run(suite, [Model("m", base_url=server.base_url, price=PRICE)], generation=GEN,
+                        judge_model=Model("j", base_url=judge.base_url, price=PRICE), progress=True)
+    [panel] = widget_displays
+    assert f"${result.cost_usd:.4f} spent" in panel.title.value
+    _, text = panel.rows["m"]
+    assert "3 judge calls, 2 cached" in text.value and f"${result.cost_usd:.4f}" in text.value
+    assert f"${result.cost_usd:.4f} spent" in panel.static_html()

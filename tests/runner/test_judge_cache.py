@@ -212,3 +212,14 @@ def test_a_store_from_before_judge_calls_opens_and_records_them(tmp_path, make_s
         assert store.lookup_outputs(["k"])["k"]["output_text"] == "old"
         result = _run(_suite(make_suite), cand, judge, store=store)
         assert len(result.judge_calls) == N and store.integrity_check() == "ok"
+
+
+def test_epochs_with_the_same_answer_share_the_judges_verdict(make_suite, servers):
+    """The key is the body: a deterministic candidate answers both epochs alike, so the judge is asked once."""
+    cand, judge = servers
+    result = _run(_suite(make_suite), cand, judge, epochs=2)
+    assert cand.calls() == 2 * N and judge.calls() == N
+    calls = result.judge_calls
+    assert sorted(calls["epoch"].unique().tolist()) == [0, 1] and len(calls) == 2 * N
+    assert int(calls["cached"].sum()) == N
+    assert calls.groupby("sample_index")["output_text"].nunique().eq(1).all()
