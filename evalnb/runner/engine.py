@@ -580,6 +580,10 @@ class RunEngine(GradingPipeline):
             paid = self._paid.get((task_id, model.label, item.index, epoch)) if self._paid else None
             if paid is not None and paid[0] == key:  # ...unless an earlier attempt of the run made the call
                 sample["cached"], sample["cost_usd"] = False, paid[1]
+            elif output.get("run_id") == self.run_id:  # its answer reached the store, its sample did not
+                from evalnb.providers.pricing import call_cost
+
+                sample["cached"], sample["cost_usd"] = False, call_cost(output.get("usage"), model.price)
             else:
                 sample["cached"], sample["cost_usd"] = True, 0.0
         try:

@@ -265,3 +265,21 @@ def test_the_progress_panel_shows_spend_and_judge_calls(make_suite, model_server
     _, text = panel.rows["m"]
     assert "3 judge calls, 2 cached" in text.value and f"${result.cost_usd:.4f}" in text.value
     assert f"${result.cost_usd:.4f} spent" in panel.static_html()
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_answers_a_crash_kept_only_in_the_cache_stay_paid_for_by_their_run(make_suite, model_server, reuse):
+    """A crash between an answer reaching the store and its sample being written: the resume takes
+    the answer back from the cache, and it still counts as this run's call, at its price."""
+    from evalnb.store import Store
+
+    server = model_server(usage={"input_tokens": PROMPT_TOKENS, "output_tokens": 10})
+    result = evalnb.run(_suite(make_suite, 8), [Model("m", base_url=server.base_url, price=PRICE)], reuse=reuse,
+                        progress=False)
+    with Store() as store:  # what such a crash leaves: the run unfinished, three samples never written
+        store._conn.execute("DELETE FROM samples WHERE run_id = ? AND sample_index < 3", (result.run_id,))
+        store.update_run(result.run_id, status="failed")
+    done = evalnb.resume(result.run_id, progress=False)
+    assert done.status == "completed" and server.request_count == 8  # nothing asked again
+    assert not done.samples["cached"].any()
+    assert done.cost_usd == pytest.approx(8 * cost(PROMPT_TOKENS, 10))
