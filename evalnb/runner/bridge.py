@@ -35,6 +35,7 @@ from evalnb.errors import BudgetExhausted
 from evalnb.providers.model import Model
 from evalnb.providers.pricing import call_cost, estimate_tokens, worst_case_cost
 
+IN_RUN_KEPT = 2000  # finished calls remembered in memory; older ones are answered by the store
 # Generation fields that are the client's business, not the request body's.
 _CLIENT_FIELDS = ("timeout_seconds", "max_retries")
 
@@ -69,7 +70,9 @@ class GraderBridge:
         self.budget = budget
         self._on_call = on_call
         self._clients: dict[Model, Any] = {}
-        self._in_run: dict[str, asyncio.Future] = {}  # this run's calls by key (reuse only)
+        # this run's calls by key (reuse only): in flight, or done and remembered until the store
+        # has surely committed them (the newest IN_RUN_KEPT), so an identical request waits or reuses
+        self._in_run: dict[str, asyncio.Future] = {}
         self.calls = 0  # requests graders made
         self.sent = 0  # of those, calls actually made to a model
 
@@ -129,6 +132,7 @@ class GraderBridge:
                                       cached=True)
             future: asyncio.Future = asyncio.get_running_loop().create_future()
             self._in_run[key] = future
+            self._forget_old()
         try:
             reply, usage, latency, cost = await self._make(kind, model, body, key)
         except BaseException as exc:
@@ -141,6 +145,14 @@ class GraderBridge:
         if self.reuse:
             future.set_result((reply, usage, latency))
         return reply, _record(kind, model, body, key, reply, usage, latency, cost, cached=False)
+
+    def _forget_old(self) -> None:
+        """Bound the memory of finished calls (a reply each): drop the oldest finished ones."""
+        if len(self._in_run) <= IN_RUN_KEPT:
+            return
+        for key in list(self._in_run)[: len(self._in_run) - IN_RUN_KEPT]:
+            if self._in_run[key].done():
+                del self._in_run[key]
 
     # ---- making a call -----------------------------------------------------------------
     async def _make(self, kind: str, model: Model, body: dict[str, Any], key: str) -> tuple[dict, Any, float, Any]:
