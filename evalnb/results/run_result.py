@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from evalnb.results.judging import JudgeCostViews
+
 if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
@@ -40,7 +42,10 @@ __all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
 _LEAD = ("task_id", "model", "sample_index", "epoch", "status", "prompt", "prompt_text", "target", "output_text",
          "extracted_output")
 _TAIL = ("error", "log", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row")
-SAMPLE_COLUMNS = _LEAD + _TAIL
+# cost columns come last: cost_usd of the candidate call (0 when answered from the store, NaN
+# without a price), judge_cost_usd of the sample's grader model calls, cached (from the store)
+_COST = ("cost_usd", "judge_cost_usd", "cached")
+SAMPLE_COLUMNS = _LEAD + _TAIL + _COST
 METRICS_COLUMNS = (
     "task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_missing_field", "epochs", "mean", "stderr",
     "ci_low", "ci_high", "higher_is_better", "aggregation", "source", "error",
@@ -205,7 +210,7 @@ def _clustered(task: str, model: str, metric: str, values: pd.Series | None,
     return clustered_summary(present.tolist(), labels, confidence=confidence)
 
 
-class RunResult:
+class RunResult(JudgeCostViews):
     """The results of one run: `samples`, `scores` and `metrics` DataFrames, `paired`, `compare`.
 
     `RunResult(store, run_id)` reads a stored run (`store` may also be a path, or None for the
@@ -257,7 +262,7 @@ class RunResult:
         """Read the run again (for a run still in progress); returns self."""
         if self._store is not None:
             self._load()
-        for name in ("samples", "scores", "metrics", "metric_columns", "_frame"):
+        for name in ("samples", "scores", "metrics", "metric_columns", "_frame", "judge_calls", "costs"):
             self.__dict__.pop(name, None)
         return self
 
@@ -361,6 +366,7 @@ class RunResult:
         frame["latency_s"] = pd.to_numeric(frame["latency_s"], errors="coerce").astype("float64")
         for c in ("input_tokens", "output_tokens"):
             frame[c] = frame[c].astype("Int64")
+        self._add_costs(frame, cols)
         tasks = list(self._run.get("task_ids") or metric_specs(self._manifest))
         tasks += sorted(set(frame["task_id"].unique()) - set(tasks))
         models = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
@@ -374,6 +380,7 @@ class RunResult:
         order = np.lexsort((frame["epoch"].to_numpy(), frame["sample_index"].to_numpy(), model_rank, task_rank))
         if (order != np.arange(len(order))).any():
             frame = frame.take(order).reset_index(drop=True)
+        self._cached_input = frame.pop("_cached_input").to_numpy()
         return frame, columns
 
     @cached_property
@@ -657,7 +664,7 @@ class RunResult:
                 suite = Suite.from_dict(self._manifest, base_dir=base_dir)
             except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
                 suite = None
-        frame = self._one_epoch(epoch)
+        frame = self._with_judge_calls(self._one_epoch(epoch))
         if baseline is None:
             return browse(frame, suite=suite, filter=filter, models=models)
         from evalnb.results.diff import changed_items

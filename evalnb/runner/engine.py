@@ -99,6 +99,10 @@ class RunEngine(GradingPipeline):
             await self._close_pools()
             await asyncio.gather(warm, return_exceptions=True)
             raise
+        from evalnb.runner.budget import Budget
+
+        self.budget = Budget(plan.max_cost_usd, spent=store.run_spend(self.run_id))
+        self.progress.budget = self.budget
         self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
         self.writer = store.writer(self.run_id)
         ticker = asyncio.ensure_future(self._tick())
@@ -109,6 +113,9 @@ class RunEngine(GradingPipeline):
             if self.task_errors:
                 status = "failed"
                 error = "; ".join(f"task {t!r}: {m}" for t, m in self.task_errors.items())
+            if self.budget.exhausted:
+                status = "stopped"
+                error = "; ".join(x for x in (self._budget_message(), error) if x)
         except (asyncio.CancelledError, KeyboardInterrupt):
             status = "cancelled"
             self.interrupted = not self.progress.stop_requested  # not the panel's Stop button
@@ -143,6 +150,7 @@ class RunEngine(GradingPipeline):
             judge_model=plan.judge_model.name if plan.judge_model else None,
             embedding_model=plan.embedding_model.name if plan.embedding_model else None,
             epochs=plan.epochs,
+            judge_generation=plan.judge_generation,
         )
         if self.run_id is None:
             self.run_id = store.find_resumable_run(suite.version, **args) if plan.reuse else None
@@ -164,6 +172,12 @@ class RunEngine(GradingPipeline):
             "options": plan.stored_options(),
         }, **named)
         self.progress.run_id = self.run_id
+
+    def _budget_message(self) -> str:
+        b = self.budget
+        return (f"stopped by the budget max_cost_usd={b.limit:g}: {b.describe()}, {b.refused} call(s) not started; "
+                f"every finished sample is kept: evalnb.resume({self.run_id!r}, max_cost_usd=<a larger budget>) "
+                "continues")
 
     def _request_stop(self) -> None:
         # The Stop button's callback runs on the kernel's main thread, which is not always our
@@ -229,10 +243,16 @@ class RunEngine(GradingPipeline):
         from evalnb.suite.items import suite_items
 
         plan = self.plan
-        bridge = GraderBridge(
+        bridge = self.bridge = GraderBridge(
             judge_model=plan.judge_model,
             embedding_model=plan.embedding_model,
             client_factory=self._bridge_client,
+            judge_generation=plan.judge_generation,
+            store=self.store,
+            writer=self.writer,
+            reuse=plan.reuse,
+            budget=self.budget if self.budget.limit is not None else None,
+            on_call=self._judge_called,
         )
         done = self.store.completed_keys(self.run_id)
         # what each finished sample was asked and graded against: the manifest is the same,
@@ -296,6 +316,7 @@ class RunEngine(GradingPipeline):
                     mp.metric = task.effective_metrics[0].id
             self.tasks[task_id] = state
         self._done_keys = done
+        self._paid = self.store.paid_samples(self.run_id)  # calls an earlier attempt made and paid for
         self._make_clients()  # after the rows and graders: the client code loads meanwhile (see preload)
 
     def _warn_missing_fields(self, task: Any, items: list[Any]) -> None:
@@ -332,10 +353,22 @@ class RunEngine(GradingPipeline):
                 model, limit=limit, pool=self.http_pool, on_event=self._event_hook(model.label)
             )
 
-    def _bridge_client(self, model: Any) -> Any:
+    def _bridge_client(self, model: Any, **options: Any) -> Any:
         from evalnb.providers import ModelClient
 
-        return ModelClient(model, pool=self.http_pool)
+        return ModelClient(model, pool=self.http_pool, **options)
+
+    def _judge_called(self, label: str | None, call: dict) -> None:
+        """A grader's model call finished: count it (and its cost) for the judged model."""
+        if self.budget.limit is None:
+            self.budget.add(call.get("cost_usd"))
+        if label is None:
+            return
+        mp = self.progress.model(label)
+        mp.judge_calls += 1
+        if call.get("cached"):
+            mp.judge_cached += 1
+        mp.cost_usd += call.get("cost_usd") or 0.0
 
     async def _close_clients(self) -> None:
         pool = getattr(self, "http_pool", None)
@@ -457,27 +490,48 @@ class RunEngine(GradingPipeline):
 
     async def _generate(self, calls: deque) -> None:
         from evalnb.errors import ProviderError
+        from evalnb.providers.pricing import call_cost, estimate_tokens, worst_case_cost
 
         gen = self.plan.generation
+        budget = self.budget
+        limited = budget.limit is not None
+        max_out = gen.get("max_output_tokens")
+        instructions = estimate_tokens(gen.get("instructions")) if isinstance(gen.get("instructions"), str) else 0
         while calls:
             unit = calls.popleft()
             task_id, item, model, key, epoch = unit
+            worst = 0.0
+            if limited:
+                if model.price is not None:
+                    worst = worst_case_cost(estimate_tokens(item.prompt) + instructions, max_out, model.price)
+                if not await budget.reserve(worst):
+                    calls.appendleft(unit)  # not started: the next attempt of the run does it
+                    return
             mp = self.progress.model(model.label)
             mp.in_flight += 1
+            cost = None
             try:
                 completion = await self.clients[model.label].complete(item.prompt, gen)
+                cost = call_cost(completion.usage, model.price)
             except ProviderError as exc:
                 mp.in_flight -= 1
                 error = {"stage": "generation", "message": str(exc), "status": exc.status}
                 self._record(task_id, model.label, self._sample(task_id, item, model, epoch, None), error=error)
                 continue
+            finally:
+                if limited:
+                    budget.settle(worst, cost)
+                else:
+                    budget.add(cost)
             mp.in_flight -= 1
+            mp.cost_usd += cost or 0.0
             output = {
                 "request_key": key,
                 "output_text": completion.text,
                 "usage": completion.usage,
                 "response_id": completion.response_id,
                 "latency_s": completion.latency_s,
+                "cost_usd": cost,
             }
             self.writer.put_outputs([output])
             self._finish_generation(unit, output, reused=False)
@@ -502,6 +556,8 @@ class RunEngine(GradingPipeline):
             "error": None,
             "log": None,
             "status": "scoring",
+            "cost_usd": None,
+            "cached": False,
         }
         if output is not None:
             sample.update(
@@ -510,6 +566,7 @@ class RunEngine(GradingPipeline):
                 usage=output.get("usage"),
                 latency_s=output.get("latency_s"),
                 request_key=output.get("request_key"),
+                cost_usd=output.get("cost_usd"),
             )
         return sample
 
@@ -519,6 +576,16 @@ class RunEngine(GradingPipeline):
         sample = self._sample(task_id, item, model, epoch, output)
         sample["request_key"] = key
         sample["reused"] = reused
+        if reused:  # answered from the store: nothing was paid for it in this run...
+            paid = self._paid.get((task_id, model.label, item.index, epoch)) if self._paid else None
+            if paid is not None and paid[0] == key:  # ...unless an earlier attempt of the run made the call
+                sample["cached"], sample["cost_usd"] = False, paid[1]
+            elif output.get("run_id") == self.run_id:  # its answer reached the store, its sample did not
+                from evalnb.providers.pricing import call_cost
+
+                sample["cached"], sample["cost_usd"] = False, call_cost(output.get("usage"), model.price)
+            else:
+                sample["cached"], sample["cost_usd"] = True, 0.0
         try:
             sample["extracted_output"] = state.extractor(sample["output_text"])
         except Exception as exc:  # noqa: BLE001 - extraction never takes the run down
