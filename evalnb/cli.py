@@ -129,6 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help='generation settings as a JSON object or @file.json, e.g. \'{"temperature": 0}\'')
     p.add_argument("--judge-model", metavar="NAME[@BASE_URL]", help="model for ctx.responses_create")
     p.add_argument("--embedding-model", metavar="NAME[@BASE_URL]", help="model for ctx.embeddings_create")
+    p.add_argument("--judge-generation", type=_json_object, metavar="JSON",
+                   help='defaults of the judge calls graders make, e.g. \'{"temperature": 0, "max_output_tokens": 256}\'')
+    p.add_argument("--price", action="append", type=_price, default=[], metavar="NAME=INPUT,OUTPUT[,CACHED]",
+                   help="a model's price in USD per 1M tokens (input, output, optionally cached input), "
+                        "NAME a --model, --judge-model or --embedding-model name (repeatable)")
+    p.add_argument("--max-cost-usd", type=_usd, metavar="USD",
+                   help="stop the run (status 'stopped') before a call could take its spend past USD; "
+                        "needs --price and generation max_output_tokens")
     p.add_argument("--api-key-env", metavar="VAR",
                    help="read every model's key from $VAR (default: OPENAI_API_KEY for OpenAI hosts, "
                         "no key for other servers)")
@@ -143,6 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true",
                    help="take over a run whose owner was on another host (e.g. a re-created container)")
     p.add_argument("--concurrency", type=_positive, help="model calls in flight (default: the run's own)")
+    p.add_argument("--max-cost-usd", type=_usd, metavar="USD",
+                   help="a new budget for the whole run (what it spent before counts; default: the run's own)")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(handler=cmd_resume)
@@ -193,6 +203,29 @@ def _int(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _usd(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of USD: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of USD >= 0, got {text!r}")
+    return value
+
+
+def _price(text: str) -> tuple[str, dict[str, float]]:
+    """``NAME=INPUT,OUTPUT[,CACHED]`` -> (name, price dict), USD per 1M tokens."""
+    name, sep, numbers = text.rpartition("=")
+    parts = numbers.split(",")
+    if not sep or not name or len(parts) not in (2, 3):
+        raise argparse.ArgumentTypeError(f"expected NAME=INPUT,OUTPUT[,CACHED_INPUT] (USD per 1M tokens), got {text!r}")
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"prices must be numbers (USD per 1M tokens), got {numbers!r}") from None
+    return name, dict(zip(("input", "output", "cached_input"), values))
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -283,13 +316,35 @@ def cmd_run(args: argparse.Namespace) -> int:
     models = [_model(spec, args, "model") for spec in args.model]
     judge = _model(args.judge_model, args, "judge_model") if args.judge_model else None
     embedding = _model(args.embedding_model, args, "embedding_model") if args.embedding_model else None
+    models, judge, embedding = _priced(args.price, models, judge, embedding)
     _check_keys([m for m in (*models, judge, embedding) if m is not None])
     return _finish(_interruptible(lambda: run(
         suite, models, generation=args.generation, concurrency=args.concurrency, task_ids=args.task,
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
         reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
-        name=args.name,
+        name=args.name, judge_generation=args.judge_generation, max_cost_usd=args.max_cost_usd,
     )), args)
+
+
+def _priced(prices: list[tuple[str, dict[str, float]]], models: list[Model], judge: Model | None,
+            embedding: Model | None) -> tuple[list[Model], Model | None, Model | None]:
+    """Give each ``--price NAME=...`` to the models with that name (or label); unknown names are an error."""
+    from dataclasses import replace
+
+    given = dict(prices)
+    every = [m for m in (*models, judge, embedding) if m is not None]
+    unknown = [name for name in given if not any(name in (m.name, m.label) for m in every)]
+    if unknown:
+        raise CliError(f"--price {unknown[0]}=...: no model of that name (models: "
+                       f"{', '.join(dict.fromkeys(m.name for m in every))})")
+
+    def apply(m: Model | None) -> Model | None:
+        if m is None:
+            return None
+        price = given.get(m.label, given.get(m.name))
+        return replace(m, price=price) if price is not None else m
+
+    return [apply(m) for m in models], apply(judge), apply(embedding)  # type: ignore[misc]
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -297,8 +352,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     with _open_store() as store:
         run_id = _find_run(store, args.run_id)
+    budget = {} if args.max_cost_usd is None else {"max_cost_usd": args.max_cost_usd}
     return _finish(_interruptible(lambda: resume(run_id, concurrency=args.concurrency, force=args.force,
-                                                 progress=False if args.no_progress else "text")), args)
+                                                 progress=False if args.no_progress else "text", **budget)), args)
 
 
 def _interruptible(start: Any) -> tuple[RunResult, BaseException | None]:
@@ -321,8 +377,11 @@ def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Name
         print(f"epochs: {result.epochs} (n counts items; an item's score is its mean over its epochs)")
     counts = result.run.get("counts") or {}
     failed = int(counts.get("failed") or 0)
+    _print_cost(result)
     print(f"run_id: {result.run_id}  status: {result.status}  samples: {counts.get('total', 0)}  failed: {failed}")
-    if result.run.get("error"):
+    if result.status == "stopped":
+        _err(f"{result.run.get('error') or 'stopped by its budget'}; CLI: evalnb resume {result.run_id} --max-cost-usd USD")
+    elif result.run.get("error"):
         _err(f"run error: {result.run['error']}")
     if failed:
         _report_failures(result, failed)
@@ -331,6 +390,8 @@ def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Name
         return 130
     if result.status == "cancelled":
         return 130
+    if result.status == "stopped":
+        return 1
     if result.status != "completed" or (failed and not args.allow_failures):
         return 1
     return 0
@@ -420,6 +481,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             head.append(["error", _one_line(run["error"])])
         print("\n".join(_table(None, head)) + "\n")
         _print_metrics(result)
+        _print_cost(result, table=True)
         if args.samples:
             print()
             _print_samples(result, failed_only=args.failed, limit=args.limit)
@@ -538,6 +600,24 @@ def _print_metrics(result: RunResult) -> None:
     for (task, model), n in missing.items():
         print(f"note: task {task}, model {model}: {n} prompt(s) had a template field their row lacks "
               '(rendered as ""; n_missing_field)')
+
+
+def _print_cost(result: RunResult, *, table: bool = False) -> None:
+    """The run's spend (with a table per task, model and role for `show`), when anything was priced or cached."""
+    costs = result.costs
+    if costs.empty or (costs["cost_usd"].isna().all() and not costs["cached"].any()):
+        return
+    known = costs["cost_usd"].notna()
+    total = float(costs["cost_usd"].fillna(0.0).sum())
+    unpriced = "" if known.all() else " (some calls had no price: not counted)"
+    if table:
+        rows = [[r["task_id"], r["model"], r["role"], r["billed_model"], str(r["calls"]), str(r["cached"]),
+                 f"{r['input_tokens']:,}", f"{r['output_tokens']:,}",
+                 "-" if math.isnan(r["cost_usd"]) else f"${r['cost_usd']:.4f}"] for r in costs.to_dict("records")]
+        headers = ["task", "model", "role", "billed as", "calls", "cached", "input tok", "output tok", "cost"]
+        print()
+        print("\n".join(_table(headers, rows, right={4, 5, 6, 7, 8})))
+    print(f"cost: ${total:.4f}{unpriced}")
 
 
 def _print_samples(result: RunResult, *, failed_only: bool, limit: int) -> None:

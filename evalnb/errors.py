@@ -51,3 +51,6 @@ class ProviderError(EvalnbError):
 class MissingFieldWarning(UserWarning):
     """A template names a field that none of a task's rows has: every prompt renders it as ""."""
 
+
+class BudgetExhausted(EvalnbError):
+    """A run's cost budget (``max_cost_usd``) has no room for another call; the run stops."""

@@ -283,11 +283,20 @@ def _explain(model: str, profile: dict[str, float], question: str) -> str:
     return entry["poor"] if errs(model, question, profile["explain"]) else entry["good"]
 
 
+_SCALE = re.compile(r"integer from (\d+) to (\d+)")
+
+
 def judge_verdict(prompt: str) -> str:
-    """The stand-in judge: scores word overlap with the reference, 1-10, as JSON like a real judge."""
+    """The stand-in judge: scores word overlap with the reference, 1-10, as JSON like a real judge.
+
+    Asked for a pass/fail verdict (the rubric's scale is 0 to 1) it passes answers it would score
+    6 or more out of 10.
+    """
     m = _JUDGE.search(prompt)
+    scale = _SCALE.search(prompt)
+    pass_fail = scale is not None and scale.groups() == ("0", "1")
     if m is None:
-        return json.dumps({"score": 1, "reason": "No answer to grade."})
+        return json.dumps({"score": 0 if pass_fail else 1, "reason": "No answer to grade."})
     reference, answer = (set(re.findall(r"[a-z]+", s.lower())) - _STOP for s in (m.group(1), m.group(2)))
     overlap = len(reference & answer)
     f1 = 2 * overlap / (len(reference) + len(answer)) if overlap else 0.0
@@ -297,6 +306,8 @@ def judge_verdict(prompt: str) -> str:
         else "Partly right, misses key points of the reference." if score >= 4
         else "Does not match the reference."
     )
+    if pass_fail:
+        score = int(score >= 6)
     return json.dumps({"score": score, "reason": reason})
 
 

@@ -530,3 +530,61 @@ def test_export_metrics_to_an_inferred_format_and_to_stdout(two_runs, env, capsy
     assert records[0]["dataset_row"] == {"q": "1+1", "a": "2"} and records[0]["exact_match"] == 1.0
     code, _, err = _run(capsys, "export", run_id, "--format", "parquet", "-o", "-")
     assert code == 1 and "parquet cannot go to stdout" in err
+
+
+# ---- cost and budgets -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def priced_server():
+    with LocalModelServer(_responder, usage={"input_tokens": 100, "output_tokens": 10}) as s:
+        yield s
+
+
+def test_run_with_prices_prints_the_cost_and_show_breaks_it_down(suite_file, priced_server, capsys):
+    url = priced_server.base_url
+    code, out, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--model", f"bad@{url}",
+                          "--price", "good=1000,2000", "--allow-failures")
+    assert code == 0, err
+    each = (100 * 1000 + 10 * 2000) / 1e6  # bad has no price: not counted
+    assert f"cost: ${10 * each:.4f} (some calls had no price: not counted)" in out
+    code, out, err = _run(capsys, "show", _run_id(out))
+    assert code == 0, err
+    lines = [ln.split() for ln in out.splitlines()]
+    assert ["arith", "good", "candidate", "good", "5", "0", "500", "50", f"${5 * each:.4f}"] in lines
+    assert ["arith", "bad", "candidate", "bad", "5", "0", "500", "50", "-"] in lines
+
+
+def test_run_max_cost_usd_stops_with_exit_1_and_resume_continues(suite_file, priced_server, capsys):
+    url = priced_server.base_url
+    # per call: at most (ceil(len(prompt)/4) x 1000 + 5 x 2000) / 1e6; really 0.12 (100 input tokens billed)
+    code, out, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--price", "good=1000,2000",
+                          "--generation", '{"max_output_tokens": 5}', "--max-cost-usd", "0.5", "--concurrency", "1")
+    assert code == 1
+    run_id = _run_id(out)
+    assert f"status: stopped" in out and "max_cost_usd=0.5" in err and f"evalnb resume {run_id}" in err
+    made = priced_server.request_count
+    assert 0 < made < 10
+    stored = evalnb.load_run(run_id)
+    assert stored.status == "stopped" and len(stored.samples) == made
+    code, out, err = _run(capsys, "resume", run_id, "--max-cost-usd", "100")
+    assert code == 0, err
+    assert "status: completed" in out and priced_server.request_count == 10
+    code, out, _ = _run(capsys, "runs")
+    assert run_id in out and "completed" in out
+
+
+def test_bad_price_and_budget_flags_exit_before_any_call(suite_file, priced_server, capsys):
+    url = priced_server.base_url
+    code, _, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--price", "nobody=1,2")
+    assert code == 1 and "--price nobody=...: no model of that name (models: good)" in err
+    code, _, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--price", "good=-1,2")
+    assert code == 1 and "finite number >= 0" in err
+    code, _, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--price", "good=1")
+    assert code == 2 and "NAME=INPUT,OUTPUT" in err
+    code, _, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--max-cost-usd", "-3")
+    assert code == 2 and "must be a number of USD >= 0" in err
+    code, _, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--price", "good=1,2",
+                        "--max-cost-usd", "1")
+    assert code == 1 and "no max_output_tokens" in err
+    assert priced_server.request_count == 0

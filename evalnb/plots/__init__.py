@@ -1,5 +1,5 @@
-"""Plotly figures for evalnb results: metric by model, paired differences, agreement, failures
-and cost against score.
+"""Plotly figures for evalnb results: metric by model, paired differences, agreement, failures,
+cost against score, and a judge's confusion table against people.
 
 Every figure takes the DataFrames of a run (``metrics``, ``scores``, ``samples``) or the tables
 of ``evalnb.results.comparison`` and ``RunResult.diff``, uses ``plotly_white``, gives each model the same colour everywhere
@@ -10,6 +10,7 @@ compare exactly under nbval. pandas and plotly are imported only when a figure i
 from __future__ import annotations
 
 from evalnb.plots._agreement import agreement_view
+from evalnb.plots._confusion import judge_confusion
 from evalnb.plots._diff import diff_forest
 from evalnb.plots._metrics import compare, metric_by_model, per_task
 from evalnb.plots._paired import paired_forest
@@ -22,6 +23,7 @@ __all__ = [
     "compare",
     "diff_forest",
     "extraction_failures",
+    "judge_confusion",
     "latency_vs_score",
     "metric_by_model",
     "model_colors",

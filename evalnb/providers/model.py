@@ -42,6 +42,7 @@ class Model:
     api_key_env: str | None = None
     headers: Mapping[str, str] | None = field(default=None, hash=False)
     label: str | None = None
+    price: Mapping[str, float] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -61,6 +62,10 @@ class Model:
             ):
                 raise ValueError("Model headers must be a mapping of str to str")
             object.__setattr__(self, "headers", dict(self.headers))
+        if self.price is not None:
+            from evalnb.providers.pricing import check_price
+
+            object.__setattr__(self, "price", check_price(self.price, f"Model {self.name!r}: price"))
 
     @property
     def host(self) -> str:
@@ -123,6 +128,8 @@ class Model:
             parts.append(f"api_key_env={self.api_key_env!r}")
         if self.headers:
             parts.append(f"headers={{{', '.join(f'{k!r}: ...' for k in self.headers)}}}")
+        if self.price is not None:
+            parts.append(f"price={self.price!r}")
         return f"Model({', '.join(parts)})"
 
     __str__ = __repr__

@@ -74,7 +74,13 @@ def parse_chat(body: Any) -> Reply:
 
 
 def normalise_usage(usage: Any) -> dict[str, int] | None:
-    """Either API's usage -> ``{input_tokens, output_tokens, total_tokens}`` (None if absent)."""
+    """Either API's usage -> ``{input_tokens, output_tokens, total_tokens}`` (None if absent).
+
+    ``cached_input_tokens`` is added when the reply says how many input tokens the provider
+    served from its prompt cache (Responses ``input_tokens_details.cached_tokens``, chat
+    ``prompt_tokens_details.cached_tokens``): they are part of ``input_tokens`` and may be
+    billed at their own price (`evalnb.providers.pricing`).
+    """
     if not isinstance(usage, dict):
         return None
     inp = usage.get("input_tokens", usage.get("prompt_tokens"))
@@ -85,7 +91,12 @@ def normalise_usage(usage: Any) -> dict[str, int] | None:
     inp = inp if isinstance(inp, int) else 0
     out = out if isinstance(out, int) else 0
     total = total if isinstance(total, int) else inp + out
-    return {"input_tokens": inp, "output_tokens": out, "total_tokens": total}
+    found = {"input_tokens": inp, "output_tokens": out, "total_tokens": total}
+    details = usage.get("input_tokens_details", usage.get("prompt_tokens_details"))
+    cached = details.get("cached_tokens") if isinstance(details, dict) else usage.get("cached_input_tokens")
+    if isinstance(cached, int) and not isinstance(cached, bool):
+        found["cached_input_tokens"] = cached
+    return found
 
 
 def error_message(body: Any) -> str | None:

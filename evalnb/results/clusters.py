@@ -16,30 +16,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["cluster_keys", "resolve"]
 
-_MISSING = object()
-
-
-def _step(container: Any, segment: str) -> Any:
-    if isinstance(container, Mapping):
-        if segment in container:
-            return container[segment]
-        if segment.isdigit() and int(segment) in container:
-            return container[int(segment)]
-        return _MISSING
-    if isinstance(container, (list, tuple)) and segment.isdigit() and segment.isascii():
-        index = int(segment)
-        return container[index] if index < len(container) else _MISSING
-    return _MISSING
-
-
 def resolve(row: Any, path: str) -> Any:
-    """The value at dotted ``path`` in ``row``; raises KeyError naming the first missing segment."""
-    value = row
-    for segment in path.split("."):
-        value = _step(value, segment)
-        if value is _MISSING:
-            raise KeyError(segment)
-    return value
+    """The value at dotted ``path`` in ``row``, looked up as templates do; KeyError names the
+    first missing segment."""
+    from evalnb.suite.templates import field_value
+
+    return field_value(row, path)
 
 
 def _label(value: Any) -> Hashable:

@@ -48,7 +48,11 @@ def metric_specs(manifest: Mapping[str, Any] | None) -> dict[str, list[dict[str,
 _LEAD = ("task_id", "model", "sample_index", "epoch", "status", "prompt", "prompt_text", "target", "output_text",
          "extracted_output")
 _TAIL = ("error", "log", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row")
-SAMPLE_COLUMNS = _LEAD + _TAIL
+# cost columns come last: cost_usd of the candidate call (0 when answered from the store, NaN
+# without a price), judge_cost_usd of the sample's grader model calls, cached (from the store)
+_COST = ("cost_usd", "judge_cost_usd", "cached")
+SAMPLE_COLUMNS = _LEAD + _TAIL + _COST
+
 def _as_score(value: Any) -> float:
     """A stored score as float; bools are 0/1; None, NaN and anything non-numeric are NaN."""
     if isinstance(value, bool):
@@ -84,8 +88,14 @@ def metric_columns(manifest: Mapping[str, Any] | None, keys_by_task: Mapping[str
     return {m: (f"score:{m}" if m in SAMPLE_COLUMNS else m) for m in metric_ids}
 
 
-def samples_frame(cols: Mapping[str, list[Any]], columns: Mapping[str, str]) -> pd.DataFrame:
-    """The `samples` frame of some samples given as columns (`Store.sample_columns`' shape)."""
+def samples_frame(cols: Mapping[str, list[Any]], columns: Mapping[str, str],
+                  judge_costs: Mapping[tuple[str, str, int, int], float] | None = None) -> pd.DataFrame:
+    """The `samples` frame of some samples given as columns (`Store.sample_columns`' shape).
+
+    `judge_costs` ((task, model, index, epoch) -> USD) fills ``judge_cost_usd``. The frame ends
+    with a ``_cached_input`` column (input tokens the provider's prompt cache served, for
+    `RunResult.costs`) that the caller removes.
+    """
     import pandas as pd
 
     data: dict[str, list[Any]] = {c: cols[c] for c in SAMPLE_COLUMNS if c in cols}
@@ -109,7 +119,24 @@ def samples_frame(cols: Mapping[str, list[Any]], columns: Mapping[str, str]) -> 
     frame["latency_s"] = pd.to_numeric(frame["latency_s"], errors="coerce").astype("float64")
     for c in ("input_tokens", "output_tokens"):
         frame[c] = frame[c].astype("Int64")
+    _add_costs(frame, cols, judge_costs or {})
     return frame
+
+
+def _add_costs(frame: pd.DataFrame, cols: Mapping[str, list[Any]],
+               judge_costs: Mapping[tuple[str, str, int, int], float]) -> None:
+    import pandas as pd
+
+    n = len(frame)
+    frame["cost_usd"] = pd.to_numeric(pd.Series(cols.get("cost_usd") or [None] * n, dtype="object"),
+                                      errors="coerce").astype("float64")
+    frame["judge_cost_usd"] = pd.Series(
+        [judge_costs.get(k, math.nan) for k in zip(cols["task_id"], cols["model"], cols["sample_index"],
+                                                   [e or 0 for e in cols.get("epoch") or [0] * n])]
+        if judge_costs else [math.nan] * n, dtype="float64")
+    frame["cached"] = pd.array([None if c is None else bool(c) for c in cols.get("cached") or [None] * n],
+                               dtype="boolean")
+    frame["_cached_input"] = [(_tokens(u, "cached_input_tokens") or 0) if u is not None else 0 for u in cols["usage"]]
 
 
 def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from evalnb.results.judging import JudgeCostViews
+
 if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
@@ -150,7 +152,7 @@ def _clustered(task: str, model: str, metric: str, values: pd.Series | None,
     return clustered_summary(present.tolist(), labels, confidence=confidence)
 
 
-class RunResult:
+class RunResult(JudgeCostViews):
     """The results of one run: `samples`, `scores` and `metrics` DataFrames, `paired`, `compare`.
 
     `RunResult(store, run_id)` reads a stored run (`store` may also be a path, or None for the
@@ -202,7 +204,7 @@ class RunResult:
         """Read the run again (for a run still in progress); returns self."""
         if self._store is not None:
             self._load()
-        for name in ("samples", "scores", "metrics", "metric_columns", "_frame", "_lean"):
+        for name in ("samples", "scores", "metrics", "metric_columns", "_frame", "_lean", "judge_calls", "costs"):
             self.__dict__.pop(name, None)
         return self
 
@@ -310,7 +312,9 @@ class RunResult:
             assert self._store is not None
             columns = self._lean[1]
             cols = self._store.sample_columns(self._run_id)
-        return self._run_order(samples_frame(cols, columns)), columns
+        frame = self._run_order(samples_frame(cols, columns, self._judge_costs()))
+        self._cached_input = frame.pop("_cached_input").to_numpy()
+        return frame, columns
 
     def iter_samples(self, batch_size: int = 50_000) -> Iterator[pd.DataFrame]:
         """`samples` a page at a time: the same columns and row order, at most `batch_size` rows each.
@@ -330,7 +334,7 @@ class RunResult:
             for model in self.models:
                 for page in self._store.column_pages(self._run_id, SAMPLE_FIELDS, task_id=task, model=model,
                                                      batch_size=batch_size):
-                    yield samples_frame(page, columns)
+                    yield samples_frame(page, columns, self._judge_costs()).drop(columns="_cached_input")
 
     def samples_page(self, page: int, page_size: int = 10_000) -> pd.DataFrame:
         """Rows ``page * page_size`` to ``(page + 1) * page_size`` of `samples`, read alone."""
@@ -350,7 +354,7 @@ class RunResult:
             seen = end
         if not parts:
             return self.samples.iloc[0:0] if self._store is None else samples_frame(
-                {f: [] for f in self._frame_fields()}, self._lean[1])
+                {f: [] for f in self._frame_fields()}, self._lean[1]).drop(columns="_cached_input")
         return pd.concat(parts, ignore_index=True).iloc[:page_size]
 
     @staticmethod
@@ -665,7 +669,7 @@ class RunResult:
                 suite = Suite.from_dict(self._manifest, base_dir=base_dir)
             except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
                 suite = None
-        frame = self._one_epoch(epoch)
+        frame = self._with_judge_calls(self._one_epoch(epoch))
         if baseline is None:
             return browse(frame, suite=suite, filter=filter, models=models)
         from evalnb.results.diff import changed_items

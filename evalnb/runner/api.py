@@ -33,7 +33,10 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
 
     Options: ``generation`` (dict), ``concurrency`` (1-25, default 4), ``task_ids``,
     ``max_samples``, ``epochs`` (1-100, default 1: how many times each item is asked, each
-    ask a request of its own), ``judge_model``, ``embedding_model``, ``grader_concurrency``,
+    ask a request of its own), ``judge_model``, ``embedding_model``, ``judge_generation``
+    (defaults of graders' ``ctx.responses_create`` calls, e.g. ``{"temperature": 0}``; a
+    grader's own kwargs win), ``max_cost_usd`` (a budget for the whole run: no call starts
+    that could take the spend past it; the run then ends ``stopped``), ``grader_concurrency``,
     ``metadata``, ``reuse`` (default True: reuse stored outputs), ``allow_network`` (True or
     task ids whose graders and preprocessors may use the network; default: none may),
     ``progress`` (True / False / "text"), ``store`` (an `evalnb.store.Store`; default: the
@@ -90,6 +93,8 @@ async def arun(
     epochs: int = 1,
     name: str | None = None,
     executor: Any = "local",
+    judge_generation: Any = None,
+    max_cost_usd: float | None = None,
 ) -> "RunResult":
     """The async form of `run`: ``result = await evalnb.arun(suite, models=[...])``.
 
@@ -115,17 +120,25 @@ async def arun(
         allow_network=allow_network,
         name=name,
         executor=executor,
+        judge_generation=judge_generation,
+        max_cost_usd=max_cost_usd,
     )
     return await RunEngine(plan, store=store, progress=progress).execute()
 
 
+_KEEP = object()  # resume(max_cost_usd=...) not given: the run's own budget
+
+
 def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
            store: Any = None, concurrency: int | None = None, judge_model: Any = None,
-           embedding_model: Any = None, force: bool = False, executor: Any = None) -> "RunResult":
-    """Continue a run that died, failed or was cancelled, under the same run id.
+           embedding_model: Any = None, force: bool = False, executor: Any = None,
+           max_cost_usd: Any = _KEEP) -> "RunResult":
+    """Continue a run that died, failed, was cancelled or was stopped by its budget, under the same run id.
 
     Finished samples are kept; the rest are done with the run's own stored options
-    (generation, ``epochs``, ``reuse``, ``grader_concurrency``, ``allow_network``, ...). Models (and the
+    (generation, ``epochs``, ``reuse``, ``grader_concurrency``, ``allow_network``,
+    ``judge_generation``, ``max_cost_usd``, ...). ``max_cost_usd=Y`` gives the run a new budget
+    (for the whole run: what it spent before counts; None removes it). Models (and the
     judge and embedding models) are rebuilt from the stored run, with keys from the
     environment variables they were given (``api_key_env``); pass ``models=`` /
     ``judge_model=`` / ``embedding_model=`` again if they need explicit keys.
@@ -140,12 +153,13 @@ def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool |
     return _raise_if_interrupted(run_sync(aresume(run_id, models=models, progress=progress, store=store,
                                                   concurrency=concurrency, judge_model=judge_model,
                                                   embedding_model=embedding_model, force=force,
-                                                  executor=executor)))
+                                                  executor=executor, max_cost_usd=max_cost_usd)))
 
 
 async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
                   store: Any = None, concurrency: int | None = None, judge_model: Any = None,
-                  embedding_model: Any = None, force: bool = False, executor: Any = None) -> "RunResult":
+                  embedding_model: Any = None, force: bool = False, executor: Any = None,
+                  max_cost_usd: Any = _KEEP) -> "RunResult":
     from evalnb.suite import Suite
     from evalnb.store import Store
 
@@ -170,6 +184,8 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
         options["concurrency"] = concurrency
     if executor is not None:
         options["executor"] = executor
+    if max_cost_usd is not _KEEP:
+        options["max_cost_usd"] = max_cost_usd
     plan = make_plan(suite, models, **options)
     return await RunEngine(plan, store=store, progress=progress, run_id=run_id, force=force).execute()
 

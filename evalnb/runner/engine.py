@@ -98,6 +98,10 @@ class RunEngine(GradingPipeline):
             await self._close_pools()
             await asyncio.gather(warm, return_exceptions=True)
             raise
+        from evalnb.runner.budget import Budget
+
+        self.budget = Budget(plan.max_cost_usd, spent=store.run_spend(self.run_id))
+        self.progress.budget = self.budget
         self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
         self.writer = store.writer(self.run_id)
         self.executor = self._executor_for(plan)
@@ -109,6 +113,9 @@ class RunEngine(GradingPipeline):
             if self.task_errors:
                 status = "failed"
                 error = "; ".join(f"task {t!r}: {m}" for t, m in self.task_errors.items())
+            if self.budget.exhausted:
+                status = "stopped"
+                error = "; ".join(x for x in (self._budget_message(), error) if x)
         except (asyncio.CancelledError, KeyboardInterrupt):
             status = "cancelled"
             self.interrupted = not self.progress.stop_requested  # not the panel's Stop button
@@ -143,6 +150,7 @@ class RunEngine(GradingPipeline):
             judge_model=plan.judge_model.name if plan.judge_model else None,
             embedding_model=plan.embedding_model.name if plan.embedding_model else None,
             epochs=plan.epochs,
+            judge_generation=plan.judge_generation,
         )
         if self.run_id is None:
             self.run_id = store.find_resumable_run(suite.version, **args) if plan.reuse else None
@@ -164,6 +172,12 @@ class RunEngine(GradingPipeline):
             "options": plan.stored_options(),
         }, **named)
         self.progress.run_id = self.run_id
+
+    def _budget_message(self) -> str:
+        b = self.budget
+        return (f"stopped by the budget max_cost_usd={b.limit:g}: {b.describe()}, {b.refused} call(s) not started; "
+                f"every finished sample is kept: evalnb.resume({self.run_id!r}, max_cost_usd=<a larger budget>) "
+                "continues")
 
     def _request_stop(self) -> None:
         # The Stop button's callback runs on the kernel's main thread, which is not always our
@@ -235,10 +249,16 @@ class RunEngine(GradingPipeline):
         from evalnb.suite.checks import MissingFields
 
         plan = self.plan
-        bridge = GraderBridge(
+        bridge = self.bridge = GraderBridge(
             judge_model=plan.judge_model,
             embedding_model=plan.embedding_model,
             client_factory=self._bridge_client,
+            judge_generation=plan.judge_generation,
+            store=self.store,
+            writer=self.writer,
+            reuse=plan.reuse,
+            budget=self.budget if self.budget.limit is not None else None,
+            on_call=self._judge_called,
         )
         previous = self.store.previous_identical_run(self.run_id) if plan.reuse else None
         self.planner = planner = Planner(plan, self.store, self.run_id, continuing=self._continuing, previous=previous)
@@ -294,6 +314,7 @@ class RunEngine(GradingPipeline):
                 mp.metric_sum += total
                 mp.metric_n += n
             self.tasks[task_id] = state
+        self._paid = self.store.paid_samples(self.run_id)  # calls an earlier attempt made and paid for
         self._make_clients()  # after the rows and graders: the client code loads meanwhile (see preload)
 
     def _warn_missing_fields(self, task: Any, missing: Any, n_items: int) -> None:
@@ -329,10 +350,22 @@ class RunEngine(GradingPipeline):
                 model, limit=limit, pool=self.http_pool, on_event=self._event_hook(model.label)
             )
 
-    def _bridge_client(self, model: Any) -> Any:
+    def _bridge_client(self, model: Any, **options: Any) -> Any:
         from evalnb.providers import ModelClient
 
-        return ModelClient(model, pool=self.http_pool)
+        return ModelClient(model, pool=self.http_pool, **options)
+
+    def _judge_called(self, label: str | None, call: dict) -> None:
+        """A grader's model call finished: count it (and its cost) for the judged model."""
+        if self.budget.limit is None:
+            self.budget.add(call.get("cost_usd"))
+        if label is None:
+            return
+        mp = self.progress.model(label)
+        mp.judge_calls += 1
+        if call.get("cached"):
+            mp.judge_cached += 1
+        mp.cost_usd += call.get("cost_usd") or 0.0
 
     async def _close_clients(self) -> None:
         pool = getattr(self, "http_pool", None)
@@ -387,7 +420,7 @@ class RunEngine(GradingPipeline):
                     continue
                 stretches = planner.work(task_id, epoch, state.source())
                 try:
-                    while True:
+                    while not self.budget.exhausted:  # a spent budget: nothing more starts
                         units = await asyncio.to_thread(next, stretches, None)
                         if units is None:
                             break
@@ -399,24 +432,46 @@ class RunEngine(GradingPipeline):
     async def _generate_one(self, unit: Work) -> None:
         """One model call from this process: the local executor's unit of work."""
         from evalnb.errors import ProviderError
+        from evalnb.providers.pricing import call_cost, estimate_tokens, worst_case_cost
 
-        mp = self.progress.model(unit.model.label)
+        gen = self.plan.generation
+        budget = self.budget
+        limited = budget.limit is not None
+        model = unit.model
+        worst = 0.0
+        if limited:
+            if model.price is not None:
+                instructions = gen.get("instructions")
+                tokens = estimate_tokens(unit.item.prompt) + (estimate_tokens(instructions) if isinstance(instructions, str) else 0)
+                worst = worst_case_cost(tokens, gen.get("max_output_tokens"), model.price)
+            if not await budget.reserve(worst):
+                return  # not started: the next attempt of the run does it
+        mp = self.progress.model(model.label)
         mp.in_flight += 1
+        cost = None
         try:
-            completion = await self.clients[unit.model.label].complete(unit.item.prompt, self.plan.generation)
+            completion = await self.clients[model.label].complete(unit.item.prompt, gen)
+            cost = call_cost(completion.usage, model.price)
         except ProviderError as exc:
             mp.in_flight -= 1
             error = {"stage": "generation", "message": str(exc), "status": exc.status}
-            self._record(unit.task_id, unit.model.label,
-                         self._sample(unit.task_id, unit.item, unit.model, unit.epoch, None), error=error)
+            self._record(unit.task_id, model.label, self._sample(unit.task_id, unit.item, model, unit.epoch, None),
+                         error=error)
             return
+        finally:
+            if limited:
+                budget.settle(worst, cost)
+            else:
+                budget.add(cost)
         mp.in_flight -= 1
+        mp.cost_usd += cost or 0.0
         output = {
             "request_key": unit.key,
             "output_text": completion.text,
             "usage": completion.usage,
             "response_id": completion.response_id,
             "latency_s": completion.latency_s,
+            "cost_usd": cost,
         }
         self.writer.put_outputs([output])
         self._finish_generation(unit, output, reused=False)
@@ -441,6 +496,8 @@ class RunEngine(GradingPipeline):
             "error": None,
             "log": None,
             "status": "scoring",
+            "cost_usd": None,
+            "cached": False,
         }
         if output is not None:
             sample.update(
@@ -449,6 +506,7 @@ class RunEngine(GradingPipeline):
                 usage=output.get("usage"),
                 latency_s=output.get("latency_s"),
                 request_key=output.get("request_key"),
+                cost_usd=output.get("cost_usd"),
             )
         return sample
 
@@ -458,6 +516,8 @@ class RunEngine(GradingPipeline):
         sample = self._sample(task_id, item, model, epoch, output)
         sample["request_key"] = key
         sample["reused"] = reused
+        if reused:
+            self._charge_reused(sample, unit, output)
         try:
             sample["extracted_output"] = state.extractor(sample["output_text"])
         except Exception as exc:  # noqa: BLE001 - extraction never takes the run down
@@ -473,6 +533,19 @@ class RunEngine(GradingPipeline):
             self._grade_event.set()
         else:
             self._record(task_id, model.label, sample)
+
+    def _charge_reused(self, sample: dict, unit: Work, output: dict) -> None:
+        """An output answered from the store: nothing was paid for it in this run, unless an
+        earlier attempt of this run made the call (then the sample keeps what it cost)."""
+        paid = self._paid.get((unit.task_id, unit.model.label, unit.item.index, unit.epoch)) if self._paid else None
+        if paid is not None and paid[0] == unit.key:
+            sample["cached"], sample["cost_usd"] = False, paid[1]
+        elif output.get("run_id") == self.run_id:  # its answer reached the store, its sample did not
+            from evalnb.providers.pricing import call_cost
+
+            sample["cached"], sample["cost_usd"] = False, call_cost(output.get("usage"), unit.model.price)
+        else:
+            sample["cached"], sample["cost_usd"] = True, 0.0
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)

@@ -53,6 +53,13 @@ class GradingPipeline:
             for s, g in zip(samples, grades):
                 if g.log is not None:
                     s["log"] = g.log  # what the grader printed, also for a sample it failed on
+                if g.calls:
+                    s["judge_calls"] = g.calls
+                if g.refused:
+                    # the budget refused one of its model calls: not graded, and not failed
+                    # either; it stays "scoring" (saved at shutdown, with the calls it paid
+                    # for) and a resume grades it
+                    continue
                 if g.error:
                     self._finish(task_id, label, s, error={"stage": "grading", "message": g.error})
                     continue
@@ -61,7 +68,7 @@ class GradingPipeline:
                 if g.metadata is not None:
                     s["grader_metadata"] = g.metadata
                 self._finish(task_id, label, s)
-            self.writer.add_samples(samples)  # one hand-over per batch (before any await)
+            self.writer.add_samples([s for s, g in zip(samples, grades) if not g.refused])  # one hand-over per batch
         finally:
             slots.release()
 
@@ -76,6 +83,8 @@ class GradingPipeline:
         by_index = await asyncio.to_thread(_grader_items, state.source(), wanted)
         items = [by_index[s["sample_index"]] for s in samples]
         batch = await state.grader.grade_batch(samples, items, model=label)
+        if batch.calls:
+            self.store.write_judge_calls(self.run_id, task_id, label, batch.calls)
         self.store.write_task_metrics(self.run_id, task_id, label, batch.metrics or None, error=batch.error)
         if batch.sample_updates:
             updated = []

@@ -42,6 +42,8 @@ class RunPlan:
     network_tasks: frozenset[str] = frozenset()  # tasks whose user code keeps the network
     name: str | None = None  # a label for people (`evalnb runs`); not part of what the run computes
     executor: Any = "local"  # "local", "ray" or an evalnb.RayExecutor: where the calls are made
+    judge_generation: dict[str, Any] = field(default_factory=dict)  # defaults of graders' model calls
+    max_cost_usd: float | None = None  # the run's budget: no call starts that could pass it
 
     def stored_options(self) -> dict[str, Any]:
         """Every option that shapes this run, as JSON (no keys): what `resume` runs with again."""
@@ -58,7 +60,14 @@ class RunPlan:
             "judge_model": model_record(self.judge_model) if self.judge_model else None,
             "embedding_model": model_record(self.embedding_model) if self.embedding_model else None,
             "executor": executor_record(self.executor),
+            "judge_generation": self.judge_generation,
+            "max_cost_usd": self.max_cost_usd,
         }
+
+    @property
+    def priced(self) -> bool:
+        """Does any model of the run (candidate, judge or embedding) have a price?"""
+        return any(m is not None and m.price is not None for m in (*self.models, self.judge_model, self.embedding_model))
 
 
 def as_model(value: Any, what: str = "model") -> Model:
@@ -90,6 +99,8 @@ def make_plan(
     allow_network: bool | Sequence[str] = False,
     name: str | None = None,
     executor: Any = "local",
+    judge_generation: Any = None,
+    max_cost_usd: float | None = None,
 ) -> RunPlan:
     from evalnb.runner.executors import check_executor
     from evalnb.suite.generation import Generation
@@ -132,6 +143,18 @@ def make_plan(
     if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME):
         raise ValueError(f"name: a run name must be 1-{MAX_NAME} characters of text, got {name!r}")
     gen = Generation.from_value(generation).canonical()
+    judge_gen = _judge_generation(judge_generation)
+    judge = as_model(judge_model, "judge_model") if judge_model is not None else None
+    embedder = as_model(embedding_model, "embedding_model") if embedding_model is not None else None
+    budget = check_budget(max_cost_usd)
+    runner = check_executor(executor)
+    if budget is not None:
+        if runner != "local":
+            # a budget is checked before every call; Ray workers make theirs on their own
+            raise ValueError("max_cost_usd: a budget needs executor='local' (each call is checked against it "
+                             "before it starts, in this process); Ray runs record and price every call but "
+                             "cannot stop at a budget")
+        _check_bounded(model_list, gen, judge, judge_gen, budget, embedder)
     if allow_network is True:
         network_tasks = frozenset(chosen)
     elif allow_network is False or allow_network is None:
@@ -153,25 +176,78 @@ def make_plan(
         all_tasks=all_tasks,
         max_samples=max_samples,
         concurrency=concurrency,
-        judge_model=as_model(judge_model, "judge_model") if judge_model is not None else None,
-        embedding_model=as_model(embedding_model, "embedding_model") if embedding_model is not None else None,
+        judge_model=judge,
+        embedding_model=embedder,
         grader_concurrency=grader_concurrency,
         metadata=dict(metadata or {}),
         reuse=bool(reuse),
         epochs=epochs,
         network_tasks=network_tasks,
         name=name,
-        executor=check_executor(executor),
+        executor=runner,
+        judge_generation=judge_gen,
+        max_cost_usd=budget,
     )
 
 
+def check_budget(max_cost_usd: Any) -> float | None:
+    """``max_cost_usd``: None (no budget) or a finite number of USD >= 0."""
+    import math
+
+    if max_cost_usd is None:
+        return None
+    if isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, (int, float)) or not math.isfinite(max_cost_usd) \
+            or max_cost_usd < 0:
+        raise ValueError(f"max_cost_usd must be a number of USD >= 0 (or None for no budget), got {max_cost_usd!r}")
+    return float(max_cost_usd)
+
+
+def _judge_generation(value: Any) -> dict[str, Any]:
+    """judge_generation, validated like ``generation`` (its errors located at judge_generation.<field>)."""
+    from evalnb.errors import ManifestError
+    from evalnb.suite.generation import Generation
+
+    if value is None:
+        return {}
+    try:
+        return Generation.from_value(value).canonical()
+    except ManifestError as exc:
+        errors = [{**e, "loc": "judge_" + str(e.get("loc") or "generation")} for e in exc.errors]
+        raise ManifestError(errors) from None
+
+
+def _check_bounded(models: list[Model], gen: dict[str, Any], judge: Model | None, judge_gen: dict[str, Any],
+                   budget: float, embedder: Model | None = None) -> None:
+    """A budget needs every priced call to have a worst case: a cap on its output tokens."""
+    import warnings
+
+    priced = [m for m in models if m.price is not None]
+    if priced and "max_output_tokens" not in gen:
+        raise ValueError(
+            f"max_cost_usd={budget:g}: {priced[0].label!r} has a price but generation sets no max_output_tokens, so "
+            "a call's cost has no upper bound; set generation={'max_output_tokens': N} (alias max_gen_toks)"
+        )
+    if judge is not None and judge.price is not None and "max_output_tokens" not in judge_gen:
+        raise ValueError(
+            f"max_cost_usd={budget:g}: the judge {judge.label!r} has a price but judge_generation sets no "
+            "max_output_tokens, so a judge call's cost has no upper bound; set judge_generation={'max_output_tokens': N}"
+        )
+    if not priced and all(m is None or m.price is None for m in (judge, embedder)):
+        warnings.warn(
+            f"max_cost_usd={budget:g} is set but no model has a price (evalnb.Model(..., price={{'input': ..., "
+            "'output': ...}}, USD per 1M tokens)): every call counts as 0 and the budget never stops the run",
+            UserWarning, stacklevel=4,
+        )
+
+
 def model_record(model: Any) -> dict[str, Any]:
-    """What resume needs to rebuild a model: where it is and which variable holds its key (never the key)."""
-    return {**model.describe(), "api_key_env": model.api_key_env}
+    """What resume needs to rebuild a model: where it is, which variable holds its key (never the
+    key) and its price."""
+    return {**model.describe(), "api_key_env": model.api_key_env, "price": model.price}
 
 
 def rebuild_model(record: Any) -> Any:
     if not isinstance(record, dict):
         return record  # None, or a bare name stored by an older run
     return Model(record["name"], base_url=record.get("base_url"), api=record.get("api") or "responses",
-                 label=record.get("label"), api_key_env=record.get("api_key_env"))
+                 label=record.get("label"), api_key_env=record.get("api_key_env"), price=record.get("price"))

@@ -32,6 +32,9 @@ class ModelProgress:
     metric: str | None = None
     metric_sum: float = 0.0
     metric_n: int = 0
+    judge_calls: int = 0  # model calls its samples' graders made (judge_cached of them answered by the store)
+    judge_cached: int = 0
+    cost_usd: float = 0.0  # its candidate calls and its graders' calls, at the models' prices
 
     @property
     def metric_mean(self) -> float | None:
@@ -54,6 +57,11 @@ class ModelProgress:
         tokens = self.input_tokens + self.output_tokens
         if tokens:
             parts.append(f"{tokens:,} tok")
+        if self.judge_calls:
+            cached = f", {self.judge_cached} cached" if self.judge_cached else ""
+            parts.append(f"{self.judge_calls} judge calls{cached}")
+        if self.cost_usd:
+            parts.append(f"${self.cost_usd:.4f}")
         return ", ".join(parts)
 
 
@@ -67,10 +75,19 @@ class RunProgress:
     status: str = "in_progress"
     stop_requested: bool = False
     warnings: list[str] = field(default_factory=list)  # shown above the counters, once each
+    budget: Any = None  # the run's `runner.budget.Budget`: spend so far and the limit
 
     def warn(self, message: str) -> None:
         """Something the run goes on with but the user must see (a template field no row has)."""
         self.warnings.append(message)
+
+    @property
+    def spend(self) -> str:
+        """``$0.0123 spent of $5.00`` when the run has a budget or has spent something, else ""."""
+        b = self.budget
+        if b is None or (b.limit is None and not b.spent):
+            return ""
+        return b.describe()
 
     def model(self, label: str) -> ModelProgress:
         mp = self.models.get(label)
@@ -107,7 +124,8 @@ class TextDisplay:
         elapsed = time.monotonic() - p.started
         rate = p.done / elapsed if elapsed > 0 else 0.0
         models = " | ".join(f"{m.label}: {m.describe()}" for m in p.models.values())
-        line = f"[evalnb {p.run_id[-8:]}] {p.done}/{p.total} ({rate:.0f}/s) {models}"
+        spend = f" {p.spend} |" if p.spend else ""
+        line = f"[evalnb {p.run_id[-8:]}] {p.done}/{p.total} ({rate:.0f}/s){spend} {models}"
         if final:
             line += f" — {p.status} in {elapsed:.1f}s"
         if self.tty:
@@ -166,9 +184,10 @@ class WidgetDisplay:
     def update(self, final: bool = False) -> None:
         p = self.progress
         elapsed = time.monotonic() - p.started
+        spend = f", {p.spend}" if p.spend else ""
         self.title.value = (
             f"<b>evalnb run</b> <code>{p.run_id}</code> — {p.status}, "
-            f"{p.done}/{p.total} samples, {elapsed:.1f}s"
+            f"{p.done}/{p.total} samples, {elapsed:.1f}s{spend}"
         )
         if len(p.warnings) != self._warned:
             self.warnings.value = _warnings_html(p.warnings)
@@ -201,7 +220,8 @@ class WidgetDisplay:
         )
         return (
             f"<div class='evalnb-progress-static evalnb-static-widget'><b>evalnb run</b> <code>{html.escape(p.run_id)}</code>"
-            f" — {html.escape(p.status)}, {p.done}/{p.total} samples{_warnings_html(p.warnings)}"
+            f" — {html.escape(p.status)}, {p.done}/{p.total} samples"
+            f"{html.escape(', ' + p.spend) if p.spend else ''}{_warnings_html(p.warnings)}"
             f"<table><tr><th>model</th><th>done</th><th>detail</th></tr>{rows}</table></div>"
         )
 

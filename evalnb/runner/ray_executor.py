@@ -20,6 +20,7 @@ from collections import deque
 from typing import Any
 
 from evalnb.errors import EvalnbError
+from evalnb.providers.pricing import call_cost
 
 SHARDS_PER_WORKER = 2  # in flight at once per actor: one running while the next waits
 LOCAL_START_ATTEMPTS = 3
@@ -267,7 +268,10 @@ class RayExecutor:
             mp = progress.model(label)
             mp.in_flight -= 1
             output = result.get("output")
-            if output is not None:
+            if output is not None:  # a call the worker made: priced here, at the model's price
+                output["cost_usd"] = cost = call_cost(output.get("usage"), unit.model.price)
+                mp.cost_usd += cost or 0.0
+                engine.budget.add(cost)
                 outputs.append(output)
             else:
                 output = unit.output
@@ -275,6 +279,16 @@ class RayExecutor:
                     mp.reused += 1
             sample = engine._sample(unit.task_id, unit.item, unit.model, unit.epoch, output)
             sample["request_key"] = unit.key
+            if result.get("output") is None and output is not None:
+                engine._charge_reused(sample, unit, output)
+            for call in result.get("judge_calls") or ():
+                engine._judge_called(label, call)
+                if not call.get("cached"):  # the driver's store caches what workers' judges said
+                    text = call.get("output_text")
+                    outputs.append({"request_key": call["request_key"], "output_text": text if isinstance(text, str) else "",
+                                    "usage": call.get("usage"), "latency_s": call.get("latency_s"), "reply": call.get("reply")})
+            if result.get("judge_calls"):
+                sample["judge_calls"] = result["judge_calls"]
             usage = sample.get("usage") or {}
             mp.input_tokens += int(usage.get("input_tokens") or 0)
             mp.output_tokens += int(usage.get("output_tokens") or 0)
@@ -342,6 +356,8 @@ def _worker_config(engine: Any, concurrency: int) -> dict[str, Any]:
         "judge_model": with_key(plan.judge_model),
         "embedding_model": with_key(plan.embedding_model),
         "generation": plan.generation,
+        "judge_generation": plan.judge_generation,
+        "reuse": plan.reuse,
         "concurrency": concurrency,
         "grader_concurrency": plan.grader_concurrency,
         "network_tasks": sorted(plan.network_tasks),

@@ -61,8 +61,11 @@ class ShardWorker:
                 limit = limits[model.base_url] = AdaptiveLimit(concurrency, maximum=concurrency)
             self.clients[model.label] = ModelClient(model, limit=limit, pool=self.http_pool,
                                                     on_event=self._event_hook(model.label))
+        # no store here: a worker's judge calls are answered by identical calls of this worker,
+        # else made; the driver records them with their samples and caches their replies
         bridge = GraderBridge(judge_model=cfg["judge_model"], embedding_model=cfg["embedding_model"],
-                              client_factory=lambda m: ModelClient(m, pool=self.http_pool))
+                              client_factory=lambda m: ModelClient(m, pool=self.http_pool),
+                              judge_generation=cfg["judge_generation"], reuse=cfg["reuse"])
         self.tasks = {}
         for task_id, info in cfg["tasks"].items():
             task = suite.task(task_id)
@@ -170,6 +173,8 @@ class ShardWorker:
                 result["graded"] = True
                 if g.log is not None:
                     result["log"] = g.log
+                if g.calls:
+                    result["judge_calls"] = g.calls
                 if g.error:
                     result["error"] = {"stage": "grading", "message": g.error}
                     continue

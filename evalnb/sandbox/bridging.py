@@ -18,8 +18,11 @@ from . import protocol
 from .job import Job
 from .process import POLL_SECONDS, Cancelled, WorkerGone, WorkerProcess
 
-Bridge = Callable[[str, dict], Awaitable[dict] | dict]
-"""``bridge(kind, request) -> reply``: kind is "responses" or "embeddings"; given by the runner."""
+Bridge = Callable[..., Awaitable[dict] | dict]
+"""``bridge(kind, request) -> reply``: kind is "responses" or "embeddings"; given by the runner.
+
+A bridge with ``takes_index = True`` is called ``bridge(kind, request, index)``, ``index``
+being the call of the batch (the sample) that asked, so it can tell whose call it makes."""
 
 BRIDGE_KINDS = ("responses", "embeddings")
 REPLY_TIMEOUT_SECONDS = 60.0
@@ -47,7 +50,7 @@ def answer_bridge(
         counts[index] = used + 1
         remaining = started + job.timeout - time.monotonic()
         try:
-            reply = bridge_call(kind, request, remaining, cancel)
+            reply = bridge_call(kind, request, remaining, cancel, index)
             if not isinstance(reply, dict):
                 raise TypeError(f"the bridge returned {type(reply).__name__}, not a dict")
             if kind == "responses" and reply.get("output_text") is None:
@@ -78,15 +81,17 @@ def output_text(reply: dict) -> str:
 
 
 def bridge_caller(bridge: Bridge, loop: asyncio.AbstractEventLoop) -> Callable[..., dict]:
-    """A blocking ``call(kind, request, timeout, cancel)`` for pool threads; the bridge runs on ``loop``."""
+    """A blocking ``call(kind, request, timeout, cancel, index)`` for pool threads; the bridge runs on ``loop``."""
 
-    async def invoke(kind: str, request: dict) -> dict:
-        reply = bridge(kind, request)
+    indexed = bool(getattr(bridge, "takes_index", False))
+
+    async def invoke(kind: str, request: dict, index: int) -> dict:
+        reply = bridge(kind, request, index) if indexed else bridge(kind, request)
         return await reply if inspect.isawaitable(reply) else reply  # type: ignore[return-value]
 
-    def call(kind: str, request: dict, timeout: float, cancel: threading.Event) -> dict:
+    def call(kind: str, request: dict, timeout: float, cancel: threading.Event, index: int = 0) -> dict:
         deadline = time.monotonic() + timeout
-        future = asyncio.run_coroutine_threadsafe(invoke(kind, request), loop)
+        future = asyncio.run_coroutine_threadsafe(invoke(kind, request, index), loop)
         while True:  # wait in slices so a cancelled batch does not sit out a slow model call
             remaining = deadline - time.monotonic()
             if remaining <= 0 or cancel.is_set():

@@ -50,6 +50,8 @@ class SampleGrade:
     metadata: Any = None
     error: str | None = None
     log: str | None = None  # what ``grade`` printed for this sample (its last few KB)
+    calls: list[dict] | None = None  # the model calls the grader made for this sample (bridge records)
+    refused: bool = False  # a model call was refused by the run's budget: the grade is not final
 
     @property
     def failed(self) -> bool:
@@ -63,6 +65,8 @@ class BatchGrade:
     metrics: dict[str, float] = field(default_factory=dict)
     sample_updates: list[SampleGrade | None] | None = None
     error: str | None = None
+    calls: list[dict] | None = None
+    refused: bool = False
 
     @property
     def failed(self) -> bool:
@@ -304,32 +308,49 @@ class Grader:
         """``per_sample`` execution: one ``grade`` call per sample, many samples per worker frame."""
         self._expect("per_sample", samples, items)
         calls = _GradeCalls(samples, items)
+        bound = self._bind(model)
         try:
-            results = await self.pool.run(self._job(model=model), calls, bridge=self.bridge)
+            results = await self.pool.run(self._job(model=model), calls, bridge=bound or self.bridge)
         except CodeLoadError as exc:
             return [SampleGrade(error=self._load_message(exc)) for _ in samples]
         metric_id = self.metric_id
         with gc_paused():  # one small object per sample while the caller holds every sample
-            return [
+            grades = [
                 (normalize_grade(r.value, metric_id) if r.ok else SampleGrade(error=r.error))
                 if r.log is None else _printed_grade(r, metric_id)
                 for r in results
             ]
+        if bound is not None:
+            for i, g in enumerate(grades):
+                g.calls = bound.calls_of(i) or None
+                g.refused = i in bound.refused
+        return grades
+
+    def _bind(self, model: str | None) -> Any:
+        """The bridge for one batch, if the run's bridge records calls per sample (see runner.bridge)."""
+        bind = getattr(self.bridge, "bind", None)
+        return bind(model=model) if bind is not None and self.model_access == "mka1" else None
 
     async def grade_batch(self, samples: list[dict], items: list[dict], *, model: str) -> BatchGrade:
         """``aggregate`` execution: one ``grade_batch`` call with every sample (each with its ``item``)."""
         self._expect("aggregate", samples, items)
         batch = [{**grader_sample(sample), "item": item} for sample, item in zip(samples, items)]
+        bound = self._bind(model)
         try:
-            (result,) = await self.pool.run(self._job(model=model), [[batch]], bridge=self.bridge)
+            (result,) = await self.pool.run(self._job(model=model), [[batch]], bridge=bound or self.bridge)
         except CodeLoadError as exc:
             return BatchGrade(error=self._load_message(exc))
         if not result.ok:
             # the task's metrics row has no log: keep the end of what it printed with the error
             log = result.log or ""
             printed = f" (it printed: {log if len(log) <= 1000 else '...' + log[-1000:]})" if log else ""
-            return BatchGrade(error=f"{result.error}{printed}")
-        return normalize_batch(result.value, self.metric_id, len(samples))
+            grade = BatchGrade(error=f"{result.error}{printed}")
+        else:
+            grade = normalize_batch(result.value, self.metric_id, len(samples))
+        if bound is not None:
+            grade.calls = bound.calls_of(0) or None
+            grade.refused = 0 in bound.refused
+        return grade
 
     def grade_samples_sync(self, samples: list[dict], items: list[dict], *, model: str) -> list[SampleGrade]:
         return run_sync(self.grade_samples(samples, items, model=model))

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from evalnb.store._codec import SAMPLE_FIELDS, SAMPLE_STATUSES
 from evalnb.store._keys import (
+    bridge_request_key,
     canonical_json,
     epoch_request_key,
     request_key,
+    repeat_request_key,
     request_key_function,
     run_signature,
     sanitize_models,
@@ -34,11 +36,13 @@ __all__ = [
     "StoreWriter",
     "UnknownRunError",
     "UnknownSuiteError",
+    "bridge_request_key",
     "canonical_json",
     "default_store_path",
     "epoch_request_key",
     "new_run_id",
     "redact",
+    "repeat_request_key",
     "request_key",
     "request_key_function",
     "row_digest",

@@ -25,7 +25,7 @@ _TEXT_FIELDS = ("target", "output_text", "extracted_output", "response_id", "log
 _KEY_FIELDS = ("request_key", "grader_key")  # hex digests: nothing to redact
 _JSON_FIELDS = ("scores", "judge", "error", "usage")
 _TIME_FIELDS = ("started_at", "completed_at")
-_SKIP, _TEXT, _JSON, _PROMPT, _ROW, _FLOAT, _TIME, _KEY = range(8)
+_SKIP, _TEXT, _JSON, _PROMPT, _ROW, _FLOAT, _TIME, _KEY, _FLAG = range(9)
 _KINDS = {
     **dict.fromkeys(("run_id", "task_id", "model", "sample_index", "epoch", "status", "created_at"), _SKIP),
     **dict.fromkeys(_TEXT_FIELDS, _TEXT),
@@ -36,6 +36,8 @@ _KINDS = {
     "prompt_text": _PROMPT,
     "dataset_row": _ROW,
     "latency_s": _FLOAT,
+    "cost_usd": _FLOAT,
+    "cached": _FLAG,
 }
 _COLUMN = {"prompt": "prompt_hash", "prompt_text": "prompt_text_hash", "dataset_row": "dataset_row_hash"}
 
@@ -165,12 +167,56 @@ class SampleEncoder:
             raise
 
     def encode_many(self, samples: Iterable[Mapping[str, Any]], run_id: str | None, now: int) -> list[Op]:
-        """All or nothing: if one sample is malformed, the memory of the others is dropped too."""
+        """All or nothing: if one sample is malformed, the memory of the others is dropped too.
+
+        A sample carrying ``judge_calls`` (the model calls its grader made) also gives one
+        judge-call UPSERT per call, after the sample's own.
+        """
         try:
-            return [self._encode(s, run_id, now) for s in samples]
+            ops: list[Op] = []
+            for s in samples:
+                ops.append(self._encode(s, run_id, now))
+                calls = s.get("judge_calls") if isinstance(s, Mapping) else None
+                if calls:
+                    rid = s.get("run_id") or run_id
+                    ops.extend(self.judge_call_op(rid, s["task_id"], s["model"], s["sample_index"],
+                                                  s.get("epoch", 0), call, now) for call in calls)
+            return ops
         except BaseException:
             self.reset()
             raise
+
+    def judge_call_op(self, run_id: str, task_id: str, model: str, sample_index: int, epoch: int,
+                      call: Mapping[str, Any], now: int) -> Op:
+        """One grader model call as an UPSERT keyed by its sample and its number within it (texts redacted)."""
+        where = f"judge call {call.get('call')!r} of sample (task_id={task_id!r}, model={model!r}, " \
+                f"sample_index={sample_index!r})"
+        number = call.get("call")
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise ValueError(f"{where}: call must be an integer >= 0")
+        kind = call.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise ValueError(f"{where}: kind must be a non-empty string")
+        texts: list[tuple[bytes, str]] = []
+        hashes = []
+        for name in ("request", "reply"):
+            value = call.get(name)
+            if value is None:
+                hashes.append(None)
+                continue
+            body = self._redact(to_json(value))  # a mask keeps the JSON valid
+            digest = text_hash(body)
+            texts.append((digest, body))
+            hashes.append(digest)
+        usage, latency, cost = call.get("usage"), call.get("latency_s"), call.get("cost_usd")
+        text = call.get("output_text")
+        params = (
+            run_id, task_id, model, sample_index, epoch, number, kind, call.get("judge_model"), hashes[0], hashes[1],
+            None if text is None else self._redact(str(text)), None if usage is None else self._redact(to_json(usage)),
+            None if latency is None else float(latency), None if cost is None else float(cost),
+            1 if call.get("cached") else 0, call.get("request_key"), now,
+        )
+        return Op(_JUDGE_CALL_SQL, params, tuple(texts))
 
     def _encode(self, s: Mapping[str, Any], run_id: str | None, now: int) -> Op:
         if not isinstance(s, Mapping):
@@ -216,6 +262,9 @@ class SampleEncoder:
                 elif kind == _FLOAT:
                     if value is not None:
                         value = float(value)
+                elif kind == _FLAG:
+                    if value is not None:
+                        value = 1 if value else 0
                 elif value is not None:  # _TIME
                     value = int(value)
                 vals.append(value)
@@ -259,16 +308,20 @@ class SampleEncoder:
 
 
 _OUTPUT_SQL = (
-    "INSERT INTO outputs (request_key, output_text, usage, response_id, latency_s, created_at, run_id) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_key) DO UPDATE SET output_text = excluded.output_text, "
+    "INSERT INTO outputs (request_key, output_text, usage, response_id, latency_s, created_at, run_id, reply) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_key) DO UPDATE SET output_text = excluded.output_text, "
     "usage = excluded.usage, response_id = excluded.response_id, latency_s = excluded.latency_s, "
-    "created_at = excluded.created_at, run_id = excluded.run_id"
+    "created_at = excluded.created_at, run_id = excluded.run_id, reply = excluded.reply"
 )
 
 
 def encode_output(o: Mapping[str, Any], now: int, redactor: Redactor | None = None,
                   run_id: str | None = None) -> Op | None:
-    """A cache entry, or None for an output that must not be cached (it carries an error)."""
+    """A cache entry, or None for an output that must not be cached (it carries an error).
+
+    ``reply`` (optional): the whole JSON reply, kept for grader-bridge calls, whose callers read
+    more than the text.
+    """
     if not isinstance(o, Mapping):
         raise TypeError(f"a cached output must be a dict, got {type(o).__name__}")
     if o.get("error"):
@@ -282,6 +335,7 @@ def encode_output(o: Mapping[str, Any], now: int, redactor: Redactor | None = No
     latency = o.get("latency_s")
     redact = (redactor or Redactor()).text
     response_id = o.get("response_id")
+    reply = o.get("reply")
     params = (
         key,
         redact(text),
@@ -290,10 +344,28 @@ def encode_output(o: Mapping[str, Any], now: int, redactor: Redactor | None = No
         None if latency is None else float(latency),
         int(o.get("created_at") or now),
         o.get("run_id") or run_id,
+        None if reply is None else redact(to_json(reply)),
     )
     return Op(_OUTPUT_SQL, params)
 
 
+JUDGE_CALL_COLUMNS = (
+    "run_id", "task_id", "model", "sample_index", "epoch", "call", "kind", "judge_model", "request_hash",
+    "reply_hash", "output_text", "usage", "latency_s", "cost_usd", "cached", "request_key", "created_at",
+)
+# A call paid for by an earlier attempt of the run (a sample whose grading a budget stop
+# interrupted) and answered from the store when the sample is graded again stays paid:
+# same key, recorded uncached before, so its cost and `cached` are kept.
+_PAID_BEFORE = ("judge_calls.cached = 0 AND excluded.cached = 1 AND judge_calls.request_key IS excluded.request_key")
+_JUDGE_CALL_SQL = (
+    f"INSERT INTO judge_calls ({', '.join(JUDGE_CALL_COLUMNS)}) VALUES ({', '.join('?' * len(JUDGE_CALL_COLUMNS))}) "
+    "ON CONFLICT (run_id, task_id, model, sample_index, epoch, call) DO UPDATE SET "
+    + ", ".join(
+        f"{c} = CASE WHEN {_PAID_BEFORE} THEN judge_calls.{c} ELSE excluded.{c} END" if c in ("cost_usd", "cached")
+        else f"{c} = excluded.{c}"
+        for c in JUDGE_CALL_COLUMNS[6:]
+    )
+)
 _TEXT_SQL = "INSERT OR IGNORE INTO texts (hash, body) VALUES (?, ?)"
 
 
@@ -371,17 +443,18 @@ def _multi_row_sql(head: str, values: str, tail: str, n: int) -> str:
 SAMPLE_SELECT = (
     "SELECT s.run_id, s.task_id, s.model, s.sample_index, s.epoch, s.status, p.body, s.target, s.output_text, "
     "s.extracted_output, s.scores, s.judge, s.error, s.latency_s, s.usage, s.response_id, r.body, "
-    "s.request_key, s.grader_key, s.created_at, s.started_at, s.completed_at, q.body, s.log "
+    "s.request_key, s.grader_key, s.created_at, s.started_at, s.completed_at, q.body, s.log, s.cost_usd, s.cached "
     "FROM samples s LEFT JOIN texts p ON p.hash = s.prompt_hash LEFT JOIN texts r ON r.hash = s.dataset_row_hash "
     "LEFT JOIN texts q ON q.hash = s.prompt_text_hash"
 )
 SAMPLE_FIELDS = (
     "run_id", "task_id", "model", "sample_index", "epoch", "status", "prompt", "target", "output_text",
     "extracted_output", "scores", "judge", "error", "latency_s", "usage", "response_id", "dataset_row",
-    "request_key", "grader_key", "created_at", "started_at", "completed_at", "prompt_text", "log",
+    "request_key", "grader_key", "created_at", "started_at", "completed_at", "prompt_text", "log", "cost_usd", "cached",
 )
 JSON_FIELDS = ("scores", "judge", "error", "usage", "dataset_row")
 _JSON_POSITIONS = tuple(SAMPLE_FIELDS.index(f) for f in JSON_FIELDS)
+_CACHED_AT = SAMPLE_FIELDS.index("cached")
 
 
 def decode_sample(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -390,4 +463,7 @@ def decode_sample(row: tuple[Any, ...]) -> dict[str, Any]:
     for i in _JSON_POSITIONS:
         if values[i] is not None:
             values[i] = from_json(values[i])
+    cached = values[_CACHED_AT]
+    if cached is not None:
+        values[_CACHED_AT] = bool(cached)
     return dict(zip(SAMPLE_FIELDS, values))

@@ -95,12 +95,14 @@ def run_signature(
     embedding_model: str | None = None,
     *,
     epochs: int = 1,
+    judge_generation: Mapping[str, Any] | None = None,
 ) -> str:
     """What makes two runs "the same run": a died run with this signature can be continued.
 
     `models` are sanitized model dicts (see `sanitize_models`); their order does not matter,
-    nor does the order of `task_ids`. Concurrency and execution-only settings do not count.
-    `epochs` counts only when it is not 1, so runs made before epochs existed keep their
+    nor does the order of `task_ids`. Concurrency, budgets, prices and execution-only settings
+    do not count. `epochs` counts only when it is not 1 and `judge_generation` only when set
+    (it changes what judges answer, hence scores), so runs made before they existed keep their
     signature (and stay resumable and reusable).
     """
     gen = {k: v for k, v in canonical_generation(generation).items() if k not in EXECUTION_ONLY_FIELDS}
@@ -115,6 +117,9 @@ def run_signature(
     }
     if epochs != 1:
         payload["epochs"] = epochs
+    judge_gen = {k: v for k, v in canonical_generation(judge_generation).items() if k not in EXECUTION_ONLY_FIELDS}
+    if judge_gen:
+        payload["judge_generation"] = judge_gen
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
@@ -128,6 +133,29 @@ def epoch_request_key(key: str, epoch: int) -> str:
     if epoch == 0:
         return key
     return hashlib.sha256(f"{key}|epoch={epoch}".encode("ascii")).hexdigest()
+
+
+def bridge_request_key(kind: str, model_name: str, endpoint: str | None, api: str, body: Mapping[str, Any]) -> str:
+    """The cache key of a grader's model call (``ctx.responses_create`` / ``ctx.embeddings_create``).
+
+    It depends on exactly what is sent: the call kind, the judge model, its endpoint and API,
+    and the whole request body (the judge_generation defaults merged in). Not on the run, the
+    sample or the epoch: a judge asked the same question about the same answer is asked the
+    same request, and two epochs whose candidate answers differ send different bodies anyway.
+    A grader that asks the same thing again within one grading wants a new answer: the
+    bridge then adds the repeat number (`repeat_request_key`). Prefixed so it never equals a
+    candidate request's key.
+    """
+    payload = {"v": 1, "bridge": kind, "model": model_name, "endpoint": normalize_endpoint(endpoint), "api": api,
+               "body": dict(body)}
+    return "bridge-" + hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def repeat_request_key(key: str, repeat: int) -> str:
+    """The key of the ``repeat``-th identical ask within one grading (0: the ask itself)."""
+    if repeat == 0:
+        return key
+    return "bridge-" + hashlib.sha256(f"{key}|repeat={repeat}".encode("ascii")).hexdigest()
 
 
 def sanitize_models(models: Iterable[Any]) -> list[dict[str, Any]]:

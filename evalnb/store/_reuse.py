@@ -23,11 +23,19 @@ _RANGE = "run_id = ? AND task_id = ? AND model = ? AND sample_index BETWEEN ? AN
 _COPY_SQL = (
     "INSERT OR REPLACE INTO samples (run_id, task_id, model, sample_index, epoch, status, prompt_hash, target, "
     "output_text, extracted_output, scores, judge, error, latency_s, usage, response_id, dataset_row_hash, "
-    "request_key, grader_key, created_at, started_at, completed_at, prompt_text_hash, log) "
+    "request_key, grader_key, created_at, started_at, completed_at, prompt_text_hash, log, cost_usd, cached) "
     "SELECT ?, task_id, model, sample_index, epoch, status, prompt_hash, target, output_text, extracted_output, "
     "scores, judge, error, latency_s, usage, response_id, dataset_row_hash, request_key, grader_key, "
-    "?, started_at, ?, prompt_text_hash, log FROM samples WHERE run_id = ? AND task_id = ? AND model = ? "
+    "?, started_at, ?, prompt_text_hash, log, 0, 1 FROM samples WHERE run_id = ? AND task_id = ? AND model = ? "
     "AND sample_index = ? AND epoch = ? AND status = 'completed'"
+)
+# A copied sample's grader model calls come along, as answered from the store (no cost here).
+_COPY_CALLS_SQL = (
+    "INSERT OR REPLACE INTO judge_calls (run_id, task_id, model, sample_index, epoch, call, kind, judge_model, "
+    "request_hash, reply_hash, output_text, usage, latency_s, cost_usd, cached, request_key, created_at) "
+    "SELECT ?, task_id, model, sample_index, epoch, call, kind, judge_model, request_hash, reply_hash, output_text, "
+    "usage, latency_s, 0, 1, request_key, ? FROM judge_calls WHERE run_id = ? AND task_id = ? AND model = ? "
+    "AND sample_index = ? AND epoch = ?"
 )
 
 
@@ -84,12 +92,18 @@ class GradeReuse:
             "SELECT 1 FROM samples WHERE run_id = ? AND status = 'completed' LIMIT 1", (run_id,)))
 
     def copy_samples(self, from_run: str, to_run: str, keys: Iterable[tuple[str, str, int, int]], *, now: int) -> int:
-        """Copy completed samples of `from_run` into `to_run` (same task, model, index, epoch)."""
+        """Copy completed samples of `from_run` into `to_run` (same task, model, index, epoch).
+
+        Copies are answered from the store: ``cached`` and cost 0, their grader model calls too.
+        """
+        keys = list(keys)
         params = [(to_run, now, now, from_run, t, m, i, e) for t, m, i, e in keys]
         if not params:
             return 0
         with self._transaction() as conn:  # type: ignore[attr-defined]
             conn.executemany(_COPY_SQL, params)
+            if conn.execute("SELECT 1 FROM judge_calls WHERE run_id = ? LIMIT 1", (from_run,)).fetchone():
+                conn.executemany(_COPY_CALLS_SQL, [(to_run, now, from_run, t, m, i, e) for t, m, i, e in keys])
         return len(params)
 
 

@@ -27,9 +27,10 @@ from evalnb.store._owner import current_owner, owner_alive
 if TYPE_CHECKING:
     import pandas as pd
 
-RUN_STATUSES = ("queued", "in_progress", "completed", "failed", "cancelled")
-TERMINAL_RUN_STATUSES = ("completed", "failed", "cancelled")
-RESUMABLE_RUN_STATUSES = ("queued", "in_progress", "failed", "cancelled")
+# "stopped": the run's cost budget (max_cost_usd) was reached; resume it with a larger one.
+RUN_STATUSES = ("queued", "in_progress", "completed", "failed", "cancelled", "stopped")
+TERMINAL_RUN_STATUSES = ("completed", "failed", "cancelled", "stopped")
+RESUMABLE_RUN_STATUSES = ("queued", "in_progress", "failed", "cancelled", "stopped")
 RUN_ID_RE = re.compile(r"^eval_run_[0-9a-f]{32}$")
 MAX_EPOCHS = 100
 # A run owned by a process on another host counts as abandoned once its heartbeat (written
@@ -196,13 +197,15 @@ class RunRecords:
         status: str = "queued",
         epochs: int = 1,
         name: str | None = None,
+        judge_generation: Mapping[str, Any] | None = None,
     ) -> str:
         """Record a new run owned by this process and return its id (`eval_run_<32 hex>`).
 
         `models` may be `evalnb.Model` objects or dicts: only name/base_url/api/label are kept,
         never api keys or headers (their values are also masked wherever else they appear).
         `manifest`, when given, is saved as the suite version first. `epochs`: how many times
-        each item is asked (part of what makes two runs the same run).
+        each item is asked (part of what makes two runs the same run), as is `judge_generation`
+        (the defaults of the graders' model calls).
         """
         models = list(models)
         for model in models:
@@ -228,7 +231,7 @@ class RunRecords:
         if not RUN_ID_RE.match(run_id):
             raise ValueError(f"run id {run_id!r} must look like eval_run_<32 hex digits>")
         signature = run_signature(suite_version, clean_models, gen, tasks, max_samples, judge_model, embedding_model,
-                                  epochs=epochs)
+                                  epochs=epochs, judge_generation=self._scrub(canonical_generation(judge_generation)))
         owner = current_owner()
         now = _now()
         with self._transaction() as conn:
@@ -439,10 +442,11 @@ class RunRecords:
         judge_model: str | None = None,
         embedding_model: str | None = None,
         epochs: int = 1,
+        judge_generation: Mapping[str, Any] | None = None,
     ) -> str | None:
         """The newest run of exactly this configuration that died or stopped, else None.
 
-        Candidates: `failed` or `cancelled` runs, and `queued`/`in_progress` runs whose owner
+        Candidates: `failed`, `cancelled` or `stopped` runs, and `queued`/`in_progress` runs whose owner
         process is gone. A run still executing (in another live process, or in this one) is
         never returned. Arguments are the same as `create_run`'s.
         """
@@ -450,7 +454,7 @@ class RunRecords:
         signature = run_signature(
             suite_version, sanitize_models(models), gen,
             list(task_ids) if task_ids is not None else None, max_samples, judge_model, embedding_model,
-            epochs=check_epochs(epochs),
+            epochs=check_epochs(epochs), judge_generation=self._scrub(canonical_generation(judge_generation)),
         )
         placeholders = ", ".join("?" * len(RESUMABLE_RUN_STATUSES))
         rows = self._rows(
@@ -463,7 +467,7 @@ class RunRecords:
             with _ACTIVE_LOCK:
                 if run_id in _ACTIVE_RUNS:
                     continue
-            if status in ("failed", "cancelled"):
+            if status in ("failed", "cancelled", "stopped"):
                 return run_id
             mine = pid == me.pid and host == me.host and token == me.token
             if mine or _owner_gone(pid, host, token, updated, me):
@@ -479,5 +483,6 @@ class RunRecords:
                 raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
             conn.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM task_metrics WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM judge_calls WHERE run_id = ?", (run_id,))
         with _ACTIVE_LOCK:
             _ACTIVE_RUNS.discard(run_id)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from evalnb.errors import EvalnbError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Large, repeated texts (prompts, dataset rows) live once in `texts`, keyed by a 16-byte
 # BLAKE2b digest: the same prompt is shared by every model of a run and by every re-run.
@@ -158,7 +158,41 @@ def _v3_to_v4(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE outputs ADD COLUMN run_id TEXT")
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs, 2: _v2_to_v3, 3: _v3_to_v4}
+def _v4_to_v5_judges_and_cost(conn: sqlite3.Connection) -> None:
+    """Judge calls and cost (issue 15).
+
+    `judge_calls`: every model call a grader made through the bridge, per sample (batch
+    graders' calls have sample_index -1), with its request and reply (deduplicated in `texts`),
+    latency, usage, cost and whether the store answered it. Samples gain `cost_usd` (the
+    candidate call; 0 when answered from the store, NULL when the model had no price) and
+    `cached`; cached bridge replies keep their whole JSON reply in `outputs.reply`. Earlier
+    samples keep NULL for both: nobody recorded whether they were cached.
+    """
+    conn.execute("ALTER TABLE samples ADD COLUMN cost_usd REAL")
+    conn.execute("ALTER TABLE samples ADD COLUMN cached INTEGER")
+    conn.execute("ALTER TABLE outputs ADD COLUMN reply TEXT")
+    conn.execute("""CREATE TABLE judge_calls (
+        run_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        sample_index INTEGER NOT NULL,
+        epoch INTEGER NOT NULL,
+        call INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        judge_model TEXT,
+        request_hash BLOB,
+        reply_hash BLOB,
+        output_text TEXT,
+        usage TEXT,
+        latency_s REAL,
+        cost_usd REAL,
+        cached INTEGER NOT NULL DEFAULT 0,
+        request_key TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, task_id, model, sample_index, epoch, call))""")
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5_judges_and_cost}
 
 
 def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:

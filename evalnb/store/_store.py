@@ -155,7 +155,9 @@ class Store(RunRecords, GradeReuse):
             cur = conn.execute(
                 "DELETE FROM texts WHERE hash NOT IN (SELECT prompt_hash FROM samples WHERE prompt_hash IS NOT NULL "
                 "UNION SELECT dataset_row_hash FROM samples WHERE dataset_row_hash IS NOT NULL "
-                "UNION SELECT prompt_text_hash FROM samples WHERE prompt_text_hash IS NOT NULL)"
+                "UNION SELECT prompt_text_hash FROM samples WHERE prompt_text_hash IS NOT NULL "
+                "UNION SELECT request_hash FROM judge_calls WHERE request_hash IS NOT NULL "
+                "UNION SELECT reply_hash FROM judge_calls WHERE reply_hash IS NOT NULL)"
             )
             dropped = cur.rowcount
         self._encoder.reset()
@@ -322,15 +324,18 @@ class Store(RunRecords, GradeReuse):
             for start in range(0, len(keys), _IN_CHUNK):
                 chunk = keys[start : start + _IN_CHUNK]
                 rows = self._conn.execute(
-                    "SELECT request_key, output_text, usage, response_id, latency_s, created_at FROM outputs "
-                    f"WHERE request_key IN ({', '.join('?' * len(chunk))}){own}",
+                    "SELECT request_key, output_text, usage, response_id, latency_s, created_at, reply, run_id "
+                    f"FROM outputs WHERE request_key IN ({', '.join('?' * len(chunk))}){own}",
                     [*chunk, run_id] if run_id is not None else chunk,
                 ).fetchall()
-                for key, text, usage, response_id, latency, created in rows:
+                for key, text, usage, response_id, latency, created, reply, received_by in rows:
                     found[key] = {
                         "request_key": key, "output_text": text, "usage": from_json(usage),
                         "response_id": response_id, "latency_s": latency, "created_at": created,
+                        "run_id": received_by,
                     }
+                    if reply is not None:
+                        found[key]["reply"] = from_json(reply)
         return found
 
     def cached_keys(self, request_keys: Iterable[str], *, run_id: str | None = None) -> set[str]:
@@ -356,6 +361,56 @@ class Store(RunRecords, GradeReuse):
         with self._lock:
             self._check_open()
             return write_ops(self._conn, ops)
+
+    # ---- grader model calls and spend --------------------------------------------------------
+    def write_judge_calls(self, run_id: str, task_id: str, model: str, calls: Iterable[Mapping[str, Any]], *,
+                          sample_index: int = -1, epoch: int = 0) -> int:
+        """Record grader model calls outside a sample write (a batch grader's: sample_index -1)."""
+        now = _now()
+        with self._lock:
+            self._check_open()
+            ops = [self._encoder.judge_call_op(run_id, task_id, model, sample_index, epoch, c, now) for c in calls]
+            return write_ops(self._conn, ops)
+
+    def judge_calls(self, run_id: str) -> list[dict[str, Any]]:
+        """Every grader model call of a run, by (task, model, sample, epoch, call), JSON decoded."""
+        rows = self._rows(
+            "SELECT j.task_id, j.model, j.sample_index, j.epoch, j.call, j.kind, j.judge_model, q.body, a.body, "
+            "j.output_text, j.usage, j.latency_s, j.cost_usd, j.cached, j.request_key, j.created_at "
+            "FROM judge_calls j LEFT JOIN texts q ON q.hash = j.request_hash LEFT JOIN texts a ON a.hash = j.reply_hash "
+            "WHERE j.run_id = ? ORDER BY j.task_id, j.model, j.sample_index, j.epoch, j.call",
+            (run_id,),
+        )
+        names = ("task_id", "model", "sample_index", "epoch", "call", "kind", "judge_model", "request", "reply",
+                 "output_text", "usage", "latency_s", "cost_usd", "cached", "request_key", "created_at")
+        out = []
+        for row in rows:
+            call = dict(zip(names, row))
+            for name in ("request", "reply", "usage"):
+                call[name] = from_json(call[name])
+            call["cached"] = bool(call["cached"])
+            out.append(call)
+        return out
+
+    def paid_samples(self, run_id: str) -> dict[tuple[str, str, int, int], tuple[str | None, float | None]]:
+        """(task, model, index, epoch) -> (request_key, cost_usd) of the run's unfinished samples whose
+        candidate call was made (not answered from the store): a resume that takes their output
+        from the cache keeps what the call cost."""
+        rows = self._rows(
+            "SELECT task_id, model, sample_index, epoch, request_key, cost_usd FROM samples WHERE run_id = ? "
+            "AND status != 'completed' AND cached = 0 AND output_text IS NOT NULL",
+            (run_id,),
+        )
+        return {(t, m, i, e): (key, cost) for t, m, i, e, key, cost in rows}
+
+    def run_spend(self, run_id: str) -> float:
+        """USD recorded for a run so far: its candidate calls plus its grader model calls."""
+        rows = self._rows(
+            "SELECT (SELECT COALESCE(SUM(cost_usd), 0) FROM samples WHERE run_id = ?) + "
+            "(SELECT COALESCE(SUM(cost_usd), 0) FROM judge_calls WHERE run_id = ?)",
+            (run_id, run_id),
+        )
+        return float(rows[0][0] or 0.0)
 
     # ---- batch-grader task metrics ------------------------------------------------------------
     def write_task_metrics(

@@ -86,7 +86,7 @@ class StoreWriter:
     def add(self, sample: Mapping[str, Any]) -> None:
         """Queue one sample (UPSERT); validation errors raise here, on the caller's thread."""
         with self._encode_lock:
-            self._enqueue([self._encoder.encode(sample, self.run_id, int(time.time()))])
+            self._enqueue(self._encoder.encode_many([sample], self.run_id, int(time.time())))
 
     def add_samples(self, samples: Iterable[Mapping[str, Any]]) -> None:
         """Queue several samples; if any is malformed, none is queued."""

@@ -31,7 +31,7 @@ from typing import Any
 
 from evalnb.errors import TemplateError
 
-__all__ = ["fields_in_no_row", "missing_fields", "render_template", "render_spans", "template_fields"]
+__all__ = ["field_value", "fields_in_no_row", "missing_fields", "render_template", "render_spans", "template_fields"]
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\s*\}\}")
 _MISSING = object()
@@ -89,6 +89,17 @@ def template_fields(template: str) -> list[str]:
 def missing_fields(template: str, row: Any, choices: list[str] | None = None) -> list[str]:
     """The placeholder paths of ``template`` that do not resolve in ``row`` (each renders as "")."""
     return [path for path, segments in _placeholders(template) if _lookup(segments, row, choices) is _MISSING]
+
+
+def field_value(row: Any, path: str) -> Any:
+    """The value at dotted ``path`` in ``row`` as a template would look it up (``link``,
+    ``meta.source``, ``choices.0``); raises KeyError naming the first segment that is missing."""
+    value = row
+    for segment in path.split("."):
+        value = _step(value, segment)
+        if value is _MISSING:
+            raise KeyError(segment)
+    return value
 
 
 def fields_in_no_row(template: str, rows: list[Any], choices: list[str] | None = None) -> list[str]:

@@ -173,6 +173,31 @@ def hash_embedding(text: str, dim: int = DEFAULT_EMBEDDING_DIM) -> list[float]:
     return [x / norm for x in vec]
 
 
+def usage_for(path: str, numbers: dict) -> dict:
+    """Set usage numbers in the shape `path`'s API reports them.
+
+    ``numbers``: ``input_tokens``, ``output_tokens`` and optionally ``cached_input_tokens``
+    (reported inside the input count, as OpenAI does). Responses: ``input_tokens``,
+    ``output_tokens``, ``input_tokens_details.cached_tokens``; chat and completions:
+    ``prompt_tokens``, ``completion_tokens``, ``prompt_tokens_details.cached_tokens``;
+    embeddings: ``prompt_tokens`` only.
+    """
+    inp = int(numbers.get("input_tokens", 0))
+    out = int(numbers.get("output_tokens", 0))
+    cached = numbers.get("cached_input_tokens")
+    if path == "/v1/embeddings":
+        return {"prompt_tokens": inp, "total_tokens": inp}
+    if path == "/v1/responses":
+        usage: dict[str, Any] = {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
+        if cached is not None:
+            usage["input_tokens_details"] = {"cached_tokens": int(cached)}
+        return usage
+    usage = {"prompt_tokens": inp, "completion_tokens": out, "total_tokens": inp + out}
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": int(cached)}
+    return usage
+
+
 def models_reply(model: str) -> dict:
     """`GET /v1/models`: one model, the server's name."""
     return {"object": "list",

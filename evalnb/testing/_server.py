@@ -64,12 +64,17 @@ class LocalModelServer:
     delays every model call. Embeddings do not use the responder: they come from
     ``embedder(texts) -> vectors`` if given, else deterministic hash vectors
     (``embedding_dim`` long unless the request asks for ``dimensions``). ``record=False``
-    stops keeping `requests` (for long benchmarks); ``request_count`` still counts.
-    ``echo_headers`` (e.g. ``["authorization"]``) appends those request headers to every
-    answer, as a misbehaving proxy would. ``max_concurrency`` caps how many model calls are
-    worked on at once, like a real deployment's batch slots: further requests queue (their
-    latency starts when a slot frees), so a latency-bound server serves at most
-    ``max_concurrency / latency`` calls a second however hard it is pushed.
+    stops keeping `requests` (for long benchmarks); ``request_count`` still counts, and
+    `calls(path)` counts per endpoint. ``echo_headers`` (e.g. ``["authorization"]``) appends
+    those request headers to every answer, as a misbehaving proxy would. ``usage`` sets the
+    token counts replies report, in each API's own shape (`_replies.usage_for`): a dict
+    ``{"input_tokens": 100, "output_tokens": 20, "cached_input_tokens": 40}`` for every reply,
+    or a callable ``usage(request_json, path)`` returning one (or None for the default:
+    whitespace-separated words).
+    ``max_concurrency`` caps how many model calls are worked on at once, like a real deployment's
+    batch slots: further requests queue (their latency starts when a slot frees), so a
+    latency-bound server serves at most ``max_concurrency / latency`` calls a second however
+    hard it is pushed.
 
     >>> with LocalModelServer({"capital of France": "Paris"}) as server:
     ...     url = server.base_url          # "http://127.0.0.1:<port>/v1"
@@ -91,6 +96,7 @@ class LocalModelServer:
         record: bool = True,
         echo_headers: Sequence[str] = (),
         max_concurrency: int | None = None,
+        usage: Mapping[str, int] | Callable[[dict, str], Mapping[str, int] | None] | None = None,
     ):
         if responder is not None and not callable(responder) and not isinstance(responder, Mapping):
             raise TypeError("responder must be a dict of prompt substring -> answer, or a callable")
@@ -100,6 +106,9 @@ class LocalModelServer:
             raise ValueError(f"max_concurrency must be a positive integer or None, got {max_concurrency!r}")
         self.max_concurrency = max_concurrency
         self._slots: asyncio.Semaphore | None = None
+        if usage is not None and not callable(usage) and not isinstance(usage, Mapping):
+            raise TypeError("usage must be a dict of token counts or a callable (request_json, path) -> dict")
+        self.usage = usage
         self._responder = dict(responder) if isinstance(responder, Mapping) else responder
         self._pass_path = callable(responder) and _takes_two_args(responder)
         self.default = default
@@ -153,6 +162,12 @@ class LocalModelServer:
         """Requests received since start or `reset` (counted even when not recorded)."""
         return self._served
 
+    def calls(self, path: str | None = None) -> int:
+        """Requests received since start or `reset`, to ``path`` (e.g. ``"/v1/responses"``) or all."""
+        if path is None:
+            return self._served
+        return self._by_path.get(path, 0)
+
     @property
     def in_flight(self) -> int:
         """Requests received and not yet answered right now."""
@@ -177,6 +192,7 @@ class LocalModelServer:
         self._busy = 0
         self._max_busy = 0
         self._served = 0
+        self._by_path: dict[str, int] = {}
         self._rng = random.Random(self._seed)
         self._schedule.reset()
 
@@ -298,6 +314,7 @@ class LocalModelServer:
                 self._requests.append(RecordedRequest(req.path, body, req.headers))
                 self._answered.append(None)
             self._served += 1
+            self._by_path[req.path] = self._by_path.get(req.path, 0) + 1
             status, payload, extra = await self._reply(req, body, bad_json, self._served)
             if status is None:  # a dropped connection: no reply at all
                 return False
@@ -398,17 +415,23 @@ class LocalModelServer:
         empty = fault is not None and fault.empty
         if path == "/v1/embeddings":
             texts = [] if empty else replies.embedding_inputs(body)
-            return _json(replies.embeddings_reply(body, self._embed(texts, body), texts))
+            return _json(self._with_usage(replies.embeddings_reply(body, self._embed(texts, body), texts), body, path))
         if isinstance(answer, dict):
             return _json(answer)
         text = "" if empty else (self.default if answer is None else str(answer))
         if path == "/v1/responses":
-            return _json(replies.responses_reply(body, text, prompt, n))
+            return _json(self._with_usage(replies.responses_reply(body, text, prompt, n), body, path))
         if path == "/v1/completions":
-            return _json(replies.completions_reply(body, text, prompt, n))
+            return _json(self._with_usage(replies.completions_reply(body, text, prompt, n), body, path))
         if body.get("stream"):
             return replies.chat_stream(body, text, n), {"_sse": "1"}
-        return _json(replies.chat_reply(body, text, prompt, n))
+        return _json(self._with_usage(replies.chat_reply(body, text, prompt, n), body, path))
+
+    def _with_usage(self, reply: dict, body: dict, path: str) -> dict:
+        numbers = self.usage(body, path) if callable(self.usage) else self.usage
+        if numbers is not None:
+            reply["usage"] = replies.usage_for(path, dict(numbers))
+        return reply
 
     def _answer(self, body: dict, path: str, prompt: str) -> Any:
         """What the responder says: str, dict (full body), Fault, or None (default)."""

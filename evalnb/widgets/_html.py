@@ -226,6 +226,28 @@ def table(header: list[str], rows: list[tuple[str, list[str]]]) -> str:
     )
 
 
+def estimate_view(estimate: Any, task_id: str) -> str:
+    """`evalnb.estimate` for one task: calls, estimated input tokens and the cost bound per model."""
+    rows = []
+    for r in estimate.table.to_dict("records"):
+        cost = r["max_cost_usd"]
+        cost_text = f"${cost:,.4f}" if cost == cost else ("no price" if not r.get("priced") else "no bound")
+        rows.append(f"<tr><td>{esc(r['model'])}</td><td style='text-align:right'>{r['calls']:,}</td>"
+                    f"<td style='text-align:right'>~{r['input_tokens']:,}</td>"
+                    f"<td style='text-align:right'>{esc(cost_text)}</td></tr>")
+    judges = int(estimate.table["max_judge_calls"].sum())
+    parts = [
+        note(f"What running task {task_id!r} would send (nothing is called; input tokens are characters / 4; "
+             "the cost bound assumes every call uses max_output_tokens and nothing comes from the store)."),
+        "<table style='border-collapse:collapse'><tr><th>model</th><th>calls</th><th>input tokens</th>"
+        f"<th>at most</th></tr>{''.join(rows)}</table>",
+    ]
+    if judges:
+        parts.append(note(f"plus up to {judges:,} judge calls (max_model_calls per grading; not priced)"))
+    parts.extend(warning(n) for n in estimate.notes)
+    return "".join(parts)
+
+
 def page(*parts: str) -> str:
     """Wrap static HTML so it reads well outside a widget (light background, dark text)."""
     return f'<div class="evalnb-static" style="color:#111;background:#fff;padding:4px">{"".join(parts)}</div>'

@@ -32,6 +32,7 @@ KNOWN_COLUMNS = frozenset(
         "latency_s", "created_at", "started_at", "completed_at", "run_id", "id", "object",
         "attempts", "retries", "empty_retries", "input_tokens", "output_tokens", "total_tokens",
         "reasoning_tokens", "cached_tokens", "reused", "cached", "model_name", "api", "prompt_text", "log",
+        "cost_usd", "judge_cost_usd", "judge_calls",
     }
 )  # fmt: skip
 
@@ -271,6 +272,8 @@ class BrowseWidget:
         ]
         for metric in metrics:
             rows.append((metric, _compared(page.samples, metric, _score_cell)))
+        if any(s.get("judge_calls") for s in page.samples):
+            rows.append(("judge calls", [_judge_cell(s.get("judge_calls")) for s in page.samples]))
         if any(s.get("error") is not None for s in page.samples):
             rows.append(("error", [h.error(str(s["error"])) if s.get("error") is not None else ""
                                    for s in page.samples]))  # fmt: skip
@@ -390,6 +393,33 @@ def _compared(samples: list[dict], column: str, cell: Any) -> list[str]:
             html = f'<div class="evalnb-differs" style="background:#fef3c7;color:#111">{html}</div>'
         out.append(html)
     return out
+
+
+def _judge_cell(calls: Any) -> str:
+    """A sample's grader model calls: what each asked (the end of its input) and what came back."""
+    if not isinstance(calls, list) or not calls:
+        return ""
+    parts = []
+    for call in calls:
+        request = call.get("request") or {}
+        asked = request.get("input")
+        if isinstance(asked, list):  # messages: the last one is the question
+            last = asked[-1] if asked else {}
+            asked = last.get("content") if isinstance(last, dict) else last
+        asked = asked if isinstance(asked, str) else h.to_json(asked)
+        notes = [str(call.get("judge_model") or "")]
+        if call.get("cached"):
+            notes.append("from the store")
+        cost = call.get("cost_usd")
+        if isinstance(cost, float) and cost == cost and cost:
+            notes.append(f"${cost:.5f}")
+        reply = call.get("output_text")
+        parts.append(
+            f"<div style='margin-bottom:4px'><span style='color:#6b7280'>#{call.get('call')} "
+            f"{h.esc(', '.join(n for n in notes if n))}</span>"
+            f"{h.pre(asked[-400:])}&rarr; {h.pre(reply if isinstance(reply, str) else '(no text)')}</div>"
+        )
+    return "".join(parts)
 
 
 def _text_cell(value: Any) -> str:

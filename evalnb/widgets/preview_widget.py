@@ -39,6 +39,8 @@ def preview(
     limit: int | None = None,
     model: Model | str | None = None,
     generation: Any = None,
+    models: list[Model | str] | None = None,
+    epochs: int = 1,
 ) -> "PreviewWidget":
     """A widget paging through ``task_id``'s items (default: the first task).
 
@@ -46,9 +48,12 @@ def preview(
     task) or a DataFrame with ``sample_index``, ``output_text`` and optional ``model`` and
     ``task_id`` columns. ``limit`` caps the items read per task (for huge datasets).
     ``model``/``generation`` shape the request payload shown (default a placeholder model on
-    the Responses API).
+    the Responses API). The Estimate tab counts what running the task would send
+    (`evalnb.estimate`) for ``models`` (default: ``model``; give them with ``price=`` for a
+    cost bound) and ``epochs``.
     """
-    return PreviewWidget(suite, task_id, outputs, limit=limit, model=model, generation=generation)
+    return PreviewWidget(suite, task_id, outputs, limit=limit, model=model, generation=generation, models=models,
+                         epochs=epochs)
 
 
 def request_payload(model: Model, prompt: str, generation: dict[str, Any] | None) -> dict[str, Any]:
@@ -118,6 +123,8 @@ class PreviewWidget:
         limit: int | None = None,
         model: Model | str | None = None,
         generation: Any = None,
+        models: list[Model | str] | None = None,
+        epochs: int = 1,
     ) -> None:
         from evalnb.suite.generation import Generation
 
@@ -129,6 +136,8 @@ class PreviewWidget:
         suite.task(task_id)  # KeyError listing the task ids if it is not there
         self.suite, self.limit = suite, limit
         self.model = _as_model(model)
+        self.estimate_models = [_as_model(m) for m in models] if models else [self.model]
+        self.epochs = epochs
         self.generation = Generation.from_value(generation).canonical()
         self.outputs = stored_outputs(outputs, task_id)
         self.task_id = task_id
@@ -139,6 +148,7 @@ class PreviewWidget:
         self._graders: dict[str, Any] = {}
         self._stored_results: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self._syncing = False
+        self._estimated: str | None = None
         self._build()
         self.select_task(task_id)
 
@@ -162,6 +172,14 @@ class PreviewWidget:
     def item(self) -> "Item | None":
         items = self.items
         return items[self.index] if items else None
+
+    @property
+    def estimate(self) -> Any:
+        """`evalnb.estimate` of the current task (its items as loaded here) for the preview's models."""
+        from evalnb.runner.preflight import estimate
+
+        return estimate(self.suite, self.estimate_models, generation=self.generation, task_ids=[self.task_id],
+                        epochs=self.epochs, items={self.task_id: self.items})
 
     @property
     def request(self) -> dict[str, Any] | None:
@@ -232,6 +250,7 @@ class PreviewWidget:
             h.heading("Target"), self.target_html.value,
             h.heading("Request payload"), self.request_html.value,
             h.heading("Dataset row"), self.row_html.value,
+            h.heading("Estimate"), self.estimate_html.value,
             self.outputs_html.value,
             self.result_html.value if self.last_result is not None else "",
         )  # fmt: skip
@@ -259,13 +278,13 @@ class PreviewWidget:
                                      layout=w.Layout(width="160px"))  # fmt: skip
         self.title_html, self.prompt_html, self.row_html = w.HTML(), w.HTML(), w.HTML()
         self.request_html, self.target_html, self.outputs_html = w.HTML(), w.HTML(), w.HTML()
-        self.result_html = w.HTML()
+        self.result_html, self.estimate_html = w.HTML(), w.HTML()
         self.output_box = w.Textarea(placeholder="Type a model output, e.g. 'Answer: B'",
                                      description="Try an output", style={"description_width": "initial"},
                                      layout=w.Layout(width="100%"))  # fmt: skip
         self.score_button = w.Button(description="Score", button_style="primary")
-        tabs = w.Tab(children=[self.prompt_html, self.request_html, self.row_html],
-                     titles=["Prompt", "Request payload", "Dataset row"])  # fmt: skip
+        tabs = w.Tab(children=[self.prompt_html, self.request_html, self.row_html, self.estimate_html],
+                     titles=["Prompt", "Request payload", "Dataset row", "Estimate"])  # fmt: skip
         nav = w.HBox([self.task_select, self.prev_button, self.slider, self.next_button, self.jump])
         trial = w.VBox([self.output_box, self.score_button, self.result_html])
         self.widget = w.VBox([nav, self.title_html, tabs, self.target_html, self.outputs_html, trial])
@@ -313,7 +332,7 @@ class PreviewWidget:
             self.title_html.value = f"<b>task {h.esc(task.id)}</b>"
             body = h.error(message) if task.id in self._load_errors else h.note(message)
             self.prompt_html.value = body
-            for view in (self.row_html, self.request_html, self.target_html, self.outputs_html):
+            for view in (self.row_html, self.request_html, self.target_html, self.outputs_html, self.estimate_html):
                 view.value = ""
             self.result_html.value = ""
             return
@@ -326,6 +345,12 @@ class PreviewWidget:
         self.row_html.value = h.json_block(item.row)
         self.request_html.value = self._request_view(item)
         self.outputs_html.value = self._stored_view(item)
+        if self._estimated != self.task_id:  # per task, not per item
+            try:
+                self.estimate_html.value = h.estimate_view(self.estimate, self.task_id)
+            except Exception as exc:  # noqa: BLE001 - the estimate must never break the preview
+                self.estimate_html.value = h.error(f"{type(exc).__name__}: {exc}")
+            self._estimated = self.task_id
         self._show_extraction_only(self.output_box.value)
 
     def _request_view(self, item: "Item") -> str:

@@ -79,3 +79,17 @@ def manifest(folder: Path, tasks: dict[str, list[dict]], **fields_by_task: dict)
         write_jsonl(folder / f"{task_id}.jsonl", data)
         out.append(task_dict(task_id, **fields_by_task.get(task_id, {})))
     return {"tasks": out}
+
+
+def child_pids() -> set[int]:
+    """This process's live children, from every thread's /proc entry (Linux)."""
+    import os
+
+    found: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                found.update(int(pid) for pid in f.read().split())
+        except FileNotFoundError:  # that thread ended meanwhile (it had no children then)
+            pass
+    return found

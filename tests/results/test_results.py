@@ -122,6 +122,7 @@ def test_samples_frame_shape_columns_and_order(result):
         "task_id", "model", "sample_index", "epoch", "status", "prompt", "prompt_text", "target", "output_text",
         "extracted_output", "accuracy", "f1", "latency_pen", "score:status", "rouge", "score", "debug",
         "error", "log", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row",
+        "cost_usd", "judge_cost_usd", "cached",
     ]
     assert result.metric_columns["status"] == "score:status" and result.metric_columns["accuracy"] == "accuracy"
     # the run's task order and model order, then sample_index

@@ -3,13 +3,11 @@ closed with the run: preprocessors too (they used to go to a process-wide pool t
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 import evalnb
 from evalnb import Model
-from helpers.runner_kit import rows
+from helpers.runner_kit import child_pids, rows
 
 pytestmark = pytest.mark.usefixtures("evalnb_home")
 
@@ -28,24 +26,13 @@ def grade(sample, item):
 """
 
 
-def _children() -> set[int]:
-    found = set()
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/children") as f:
-                found.update(int(pid) for pid in f.read().split())
-        except FileNotFoundError:
-            pass
-    return found
-
-
 def test_preprocessors_share_the_runs_pool_and_it_closes_with_the_run(make_suite, model_server):
     from evalnb.sandbox import preprocessing
 
     suite = make_suite({"t": rows(6)}, t={"preprocess": {"type": "python", "contract": "row", "source": PREPROCESS},
                                           "grader": {"source": GRADER}, "metrics": [{"id": "s"}]})
     server = model_server()
-    before = _children()
+    before = child_pids()
     default = preprocessing._default_pool  # other tests may have made the process-wide pool
     started = default.workers_started if default is not None else 0
 
@@ -56,4 +43,4 @@ def test_preprocessors_share_the_runs_pool_and_it_closes_with_the_run(make_suite
     assert len({j["worker"] for j in judged}) == 1
     assert preprocessing._default_pool is default  # the run made no process-wide pool...
     assert default is None or default.workers_started == started  # ...nor used the one there is
-    assert _children() - before == set()  # every worker of the run is gone
+    assert child_pids() - before == set()  # every worker of the run is gone

@@ -757,17 +757,7 @@ def test_a_fresh_process_loads_pandas_before_the_first_call(tmp_path):
 def test_a_store_that_cannot_open_fails_the_run_and_leaves_no_worker(make_suite, model_server, tmp_path, monkeypatch):
     # the sandbox worker starts before the store opens (it overlaps that work): when the store
     # fails, the worker it started must not outlive the run
-    import os
-
-    def children() -> set[int]:
-        found = set()
-        for task in os.listdir("/proc/self/task"):
-            try:
-                with open(f"/proc/self/task/{task}/children") as f:
-                    found.update(int(pid) for pid in f.read().split())
-            except FileNotFoundError:  # that thread ended meanwhile (it had no children then)
-                pass
-        return found
+    from helpers.runner_kit import child_pids as children
 
     suite = make_suite({"add": rows(3)})
     server = model_server()

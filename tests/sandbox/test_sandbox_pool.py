@@ -210,6 +210,50 @@ def call(what):
     assert results[5].value == "ok"
 
 
+_ESCAPES = """
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+def call(what):
+    if what == "clear_parent_death_signal":
+        r = libc.prctl(1, 0, 0, 0, 0)
+    elif what == "read_parent_death_signal":   # PR_GET_PDEATHSIG: reading is fine
+        sig = ctypes.c_int(-1)
+        r = libc.prctl(2, ctypes.byref(sig), 0, 0, 0)
+        return [r, sig.value]
+    elif what == "setuid":
+        r = libc.setuid(65534)
+    elif what == "kill_group":
+        r = libc.kill(0, 0)
+    elif what == "unshare":
+        r = libc.unshare(0x20000000)
+    elif what == "umount_proc":
+        r = libc.umount2(b"/proc", 2)          # MNT_DETACH: would uncover the machine's /proc
+    elif what == "mount_proc":
+        r = libc.mount(b"proc", b"/mnt", b"proc", 0, None)
+    elif what == "setns":
+        r = libc.setns(0, 0)
+    elif what == "pidfd_open_self":
+        r = libc.syscall(434, os.getpid(), 0)
+    elif what == "keyctl":
+        r = libc.syscall(250, 0, -3, 0, 0, 0)  # KEYCTL_GET_KEYRING_ID of the user keyring
+    elif what == "io_uring_setup":
+        r = libc.syscall(425, 8, ctypes.create_string_buffer(120))
+    return [r, ctypes.get_errno()]
+"""
+
+
+@pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64"), reason="the filter covers these two")
+def test_the_filter_refuses_every_way_out(pool):
+    calls = ["clear_parent_death_signal", "setuid", "kill_group", "unshare", "umount_proc", "mount_proc", "setns",
+             "pidfd_open_self", "keyctl", "io_uring_setup"]
+    results = pool.run_sync(job(source=_ESCAPES), [[c] for c in calls] + [["read_parent_death_signal"]])
+    for name, result in zip(calls, results):
+        assert result.ok and result.value == [-1, 1], (name, result)  # -1 with EPERM
+    assert results[-1].value == [0, 9]  # the parent-death signal is still SIGKILL
+
+
 def test_numpy_imports_under_the_memory_limit(pool):
     source = "def call(n):\n    import numpy\n    return float(numpy.arange(n).sum())\n"
     (result,) = pool.run_sync(job(source=source, timeout=60), [[10]])

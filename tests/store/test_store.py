@@ -354,7 +354,8 @@ def test_delete_run_and_compact(store):
 def test_samples_round_trip_every_field(store):
     run_id = make_run(store)
     original = sample(3, judge={"rationale": "ok"}, error={"type": "X", "message": "m"}, grader_key="g1",
-                      started_at=10, completed_at=20, created_at=5, prompt_text="Question 3?", log="debug: 3\n")
+                      started_at=10, completed_at=20, created_at=5, prompt_text="Question 3?", log="debug: 3\n",
+                      cost_usd=0.0125, cached=False)
     assert store.write_samples([original], run_id=run_id) == 1
     [got] = store.samples(run_id)
     assert got == {**original, "run_id": run_id, "epoch": 0}  # no epoch given: the first ask
@@ -1122,3 +1123,69 @@ def test_closing_a_writer_checkpoints_its_writes_in_the_background(tmp_path):
         assert path.stat().st_size > before + 300 * 100  # now they are in the database file
         assert len(st.samples(run_id)) == 300
         writer.close()  # twice is fine
+
+
+# ------------------------------------------------------------------ judge calls and cost (schema 3)
+
+
+def _call(n, **extra):
+    return {"call": n, "kind": "responses", "judge_model": "j", "request": {"input": f"q{n}", "model": "j"},
+            "reply": {"output_text": f"a{n}"}, "output_text": f"a{n}", "usage": {"input_tokens": 3, "output_tokens": 1},
+            "latency_s": 0.5, "cost_usd": 0.25, "cached": False, "request_key": f"bridge-{n}", **extra}
+
+
+def test_judge_calls_are_written_with_their_sample_and_read_back(store):
+    run_id = make_run(store)
+    with store.writer(run_id) as w:
+        w.add_samples([sample(0, cost_usd=1.5, cached=False, judge_calls=[_call(0), _call(1)]), sample(1)])
+    calls = store.judge_calls(run_id)
+    assert [(c["sample_index"], c["call"], c["output_text"]) for c in calls] == [(0, 0, "a0"), (0, 1, "a1")]
+    assert calls[1]["request"] == {"input": "q1", "model": "j"} and calls[1]["reply"] == {"output_text": "a1"}
+    assert calls[0]["usage"] == {"input_tokens": 3, "output_tokens": 1} and calls[0]["cached"] is False
+    assert store.run_spend(run_id) == pytest.approx(1.5 + 0.5)
+    store.write_judge_calls(run_id, "qa", "m1", [_call(0, cost_usd=0.125)])  # a batch grader's: no sample
+    assert [c["sample_index"] for c in store.judge_calls(run_id)] == [-1, 0, 0]
+    assert store.run_spend(run_id) == pytest.approx(2.125)
+
+
+def test_a_call_paid_for_before_stays_paid_when_answered_from_the_store_later(store):
+    run_id = make_run(store)
+    store.write_samples([sample(0, status="scoring", judge_calls=[_call(0)])], run_id=run_id)
+    # graded again on resume: the same call now comes from the cache (cached, cost 0)
+    store.write_samples([sample(0, judge_calls=[_call(0, cached=True, cost_usd=0.0)])], run_id=run_id)
+    [call] = store.judge_calls(run_id)
+    assert call["cached"] is False and call["cost_usd"] == 0.25
+    # a different request in that slot is a different call: its own values win
+    store.write_samples([sample(0, judge_calls=[_call(0, cached=True, cost_usd=0.0, request_key="other")])],
+                        run_id=run_id)
+    [call] = store.judge_calls(run_id)
+    assert call["cached"] is True and call["cost_usd"] == 0.0
+
+
+def test_compact_and_delete_keep_and_drop_judge_call_texts(store):
+    keep, drop = make_run(store), make_run(store)
+    store.write_samples([sample(0, judge_calls=[_call(0)])], run_id=keep)
+    store.write_samples([sample(0, judge_calls=[_call(7)])], run_id=drop)
+    store.delete_run(drop)
+    assert store.judge_calls(drop) == []
+    store.compact()
+    [call] = store.judge_calls(keep)
+    assert call["request"] == {"input": "q0", "model": "j"} and call["reply"] == {"output_text": "a0"}
+
+
+def test_copied_samples_are_cached_and_free_with_their_calls(store):
+    first, second = make_run(store), make_run(store)
+    store.write_samples([sample(0, cost_usd=2.0, cached=False, judge_calls=[_call(0)])], run_id=first)
+    store.copy_samples(first, second, [("qa", "m1", 0, 0)], now=1)
+    [copied] = store.samples(second)
+    assert copied["cached"] is True and copied["cost_usd"] == 0
+    [call] = store.judge_calls(second)
+    assert call["cached"] is True and call["cost_usd"] == 0 and call["output_text"] == "a0"
+    assert store.run_spend(second) == 0 and store.run_spend(first) == pytest.approx(2.25)
+
+
+def test_a_malformed_judge_call_is_refused_naming_its_sample(store):
+    run_id = make_run(store)
+    with pytest.raises(ValueError, match=r"judge call -1 of sample \(task_id='qa', model='m1', sample_index=0\)"):
+        store.write_samples([sample(0, judge_calls=[_call(-1)])], run_id=run_id)
+    assert store.samples(run_id) == []  # all or nothing
