@@ -107,12 +107,16 @@ class GradeReuse:
         return len(params)
 
 
-def copy_op(from_run: str, to_run: str, task_id: str, model: str, epoch: int, indexes: list[int], now: int) -> Op:
-    """One write that copies the completed samples `indexes` of (task, model, epoch) from one run to another.
+def copy_ops(from_run: str, to_run: str, task_id: str, model: str, epoch: int, indexes: list[int], now: int) -> list[Op]:
+    """The writes that copy the completed samples `indexes` of (task, model, epoch) from one run
+    to another, and their grader model calls (as answered from the store).
 
     Handed to the run's `StoreWriter` (`copy_samples`), so copies commit in order with the
-    run's other writes, on its one connection, a statement per stretch of items.
+    run's other writes, on its one connection, a statement each per stretch of items.
     """
     marks = ", ".join("?" * len(indexes))
-    sql = _COPY_SQL.replace("AND sample_index = ? AND epoch = ?", f"AND epoch = ? AND sample_index IN ({marks})")
-    return Op(sql, (to_run, now, now, from_run, task_id, model, epoch, *indexes))
+    where = f"AND epoch = ? AND sample_index IN ({marks})"
+    samples = _COPY_SQL.replace("AND sample_index = ? AND epoch = ?", where)
+    calls = _COPY_CALLS_SQL.replace("AND sample_index = ? AND epoch = ?", where)
+    return [Op(samples, (to_run, now, now, from_run, task_id, model, epoch, *indexes)),
+            Op(calls, (to_run, now, from_run, task_id, model, epoch, *indexes))]

@@ -28,7 +28,7 @@ from typing import Any
 from evalnb.errors import EvalnbError
 from evalnb.redaction import Redactor
 from evalnb.store._codec import Op, SampleEncoder, encode_output, write_ops
-from evalnb.store._reuse import copy_op
+from evalnb.store._reuse import copy_ops
 
 
 class StoreWriteError(EvalnbError):
@@ -106,9 +106,9 @@ class StoreWriter:
             return
         if self.run_id is None:
             raise ValueError("copy_samples needs a writer made for a run (Store.writer(run_id))")
-        op = copy_op(from_run, self.run_id, task_id, model, epoch, list(indexes), int(time.time()))
+        ops = copy_ops(from_run, self.run_id, task_id, model, epoch, list(indexes), int(time.time()))
         with self._encode_lock:
-            self._enqueue([op])
+            self._enqueue(ops)
 
     def _enqueue(self, ops: list[Op]) -> None:
         if not ops:

@@ -35,3 +35,17 @@ def test_the_executor_is_a_stored_run_option(make_suite, model_server):
     server = model_server()
     result = evalnb.run(suite, [Model("m", base_url=server.base_url, api="chat")], progress=False)
     assert result.run["summary"]["options"]["executor"] == "local"
+
+
+def test_a_budget_on_ray_is_refused_before_anything_starts(make_suite, model_server):
+    suite = make_suite({"qa": rows(3)})
+    server = model_server()
+    model = Model("m", base_url=server.base_url, price={"input": 1.0, "output": 1.0})
+    for executor in ("ray", RayExecutor(num_workers=2)):
+        with pytest.raises(ValueError, match="max_cost_usd: a budget needs executor='local'"):
+            evalnb.run(suite, [model], executor=executor, max_cost_usd=1.0,
+                       generation={"max_output_tokens": 10}, progress=False)
+    assert server.request_count == 0
+    # the same budget with the local executor runs
+    plan = make_plan(suite, [model], max_cost_usd=1.0, generation={"max_output_tokens": 10})
+    assert plan.max_cost_usd == 1.0 and plan.executor == "local"

@@ -206,3 +206,42 @@ def test_a_killed_driver_is_resumed_without_ray(tmp_path: Path, model_server, ra
     suite = evalnb.Suite.from_file(suite_path)
     reference = evalnb.run(suite, [Model("m", base_url=server.base_url, api="chat")], progress=False, reuse=False)
     _same(reference, resumed)
+
+
+JUDGE = (
+    "def grade(sample, item, ctx):\n"
+    "    reply = ctx.responses_create(model='auto', input='Is ' + sample['output_text'] + ' right for ' + item['target'] + '?')\n"
+    "    return {'scores': {'judged': reply['output_text'] == 'yes'}}\n"
+)
+
+
+def _judge_answer(body: dict) -> str:
+    words = (body.get("input") if isinstance(body.get("input"), str) else "").split()
+    return "yes" if len(words) >= 5 and words[1] == words[4].rstrip("?") else "no"
+
+
+def test_judge_calls_and_costs_on_ray_are_recorded_priced_and_cached_like_local(make_suite, model_server):
+    suite = make_suite({"t": rows(40)}, t={"grader": {"contract": "model_backed", "source": JUDGE},
+                                           "metrics": [{"id": "judged"}]})
+    usage = {"input_tokens": 100, "output_tokens": 10}
+    cand, judge = model_server(usage=usage), model_server(_judge_answer, usage=usage)
+    price = {"input": 1.0, "output": 2.0}  # USD per 1M tokens: 0.00012 a call
+    models = [Model("m", base_url=cand.base_url, price=price)]
+    judge_model = Model("j", base_url=judge.base_url, price=price)
+    ray_run = evalnb.run(suite, models, judge_model=judge_model, progress=False, reuse=False,
+                         executor=RayExecutor(num_workers=2, shard_size=8))
+    assert ray_run.status == "completed" and judge.calls("/v1/responses") == 40
+    calls = ray_run.judge_calls
+    assert len(calls) == 40 and not calls["cached"].any()
+    assert calls["cost_usd"].to_numpy() == pytest.approx([0.00012] * 40)
+    costs = ray_run.costs.set_index("role")
+    assert costs.loc["candidate", "calls"] == 40 and costs.loc["judge", "calls"] == 40
+    assert ray_run.cost_usd == pytest.approx(80 * 0.00012)
+    local = evalnb.run(suite, models, judge_model=judge_model, progress=False, reuse=False)
+    assert ray_run.metrics.drop(columns="error").equals(local.metrics.drop(columns="error"))
+    assert local.cost_usd == pytest.approx(ray_run.cost_usd)
+    # the driver cached what the workers' judge said: a local re-grade asks neither server again
+    before = (cand.calls(), judge.calls())
+    regrade = evalnb.run(suite, models, judge_model=judge_model, progress=False)
+    assert (cand.calls(), judge.calls()) == before
+    assert regrade.judge_calls["cached"].all() and regrade.cost_usd == 0
