@@ -21,7 +21,6 @@ Frames (pandas is imported only when one is built):
 
 from __future__ import annotations
 
-import html
 import math
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,6 +28,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from evalnb.results.judging import JudgeCostViews
+from evalnb.results.report_views import ReportViews
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -152,7 +152,7 @@ def _clustered(task: str, model: str, metric: str, values: pd.Series | None,
     return clustered_summary(present.tolist(), labels, confidence=confidence)
 
 
-class RunResult(JudgeCostViews):
+class RunResult(JudgeCostViews, ReportViews):
     """The results of one run: `samples`, `scores` and `metrics` DataFrames, `paired`, `compare`.
 
     `RunResult(store, run_id)` reads a stored run (`store` may also be a path, or None for the
@@ -609,39 +609,6 @@ class RunResult(JudgeCostViews):
         frame = getattr(self, frames[what])
         return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
 
-    def _cells(self) -> list[dict[str, Any]]:
-        """Rows of the report: one per (task, metric), with each model's numbers."""
-        table = self.metrics
-        out: list[dict[str, Any]] = []
-        for (task, metric), part in table.groupby(["task_id", "metric"], sort=False):
-            by_model = {r["model"]: r for r in part.to_dict("records")}
-            out.append({"task": task, "metric": metric, "models": by_model,
-                        "higher_is_better": bool(part["higher_is_better"].iloc[0])})
-        return out
-
-    def summary(self) -> str:
-        """A plain-text report: the run line, then mean [95% CI] (n) per task x metric x model."""
-        counts = self._run.get("counts") or {}
-        named = f" {self.name!r}" if self.name else ""
-        head = [f"RunResult {self.run_id or '(not stored)'}{named}  status: {self.status or 'unknown'}"]
-        if self._run.get("suite_version"):
-            head.append(f"  suite {str(self._run['suite_version'])[:16]}")
-        if counts:
-            head.append(f"  samples: {counts.get('total', 0)} ({counts.get('failed', 0)} failed)")
-        if self.epochs > 1:
-            head.append(f"  epochs: {self.epochs} (n counts items)")
-        lines = ["".join(head), "models: " + ", ".join(self.models)]
-        for cell in self._cells():
-            lines.append(f"{cell['task']} / {cell['metric']}{'' if cell['higher_is_better'] else ' (lower is better)'}")
-            for model in self.models:
-                row = cell["models"].get(model)
-                if row is not None:
-                    lines.append(f"  {model}: {_describe(row)}")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
-
     def __repr__(self) -> str:
         # Cheap on purpose: asyncio and debuggers repr results freely; `print(result)` or
         # `result.summary()` gives the full report.
@@ -695,42 +662,6 @@ class RunResult(JudgeCostViews):
             raise ValueError(f"epoch must be an integer from 0 to {self.epochs - 1}, got {epoch!r}")
         return frame[frame["epoch"] == epoch]
 
-    def _repr_html_(self) -> str:
-        """A static table (inline styles only, no scripts): reads the same in Jupyter and in exported HTML."""
-        esc = html.escape
-        models = self.models
-        counts = self._run.get("counts") or {}
-        info = [f"<b>run</b> <code>{esc(str(self.run_id or '(not stored)'))}</code>",
-                f"<b>status</b> {esc(str(self.status or 'unknown'))}"]
-        if self.name:
-            info.insert(1, f"<b>name</b> {esc(self.name)}")
-        if self._run.get("suite_version"):
-            info.append(f"<b>suite</b> <code>{esc(str(self._run['suite_version'])[:16])}</code>")
-        if counts:
-            info.append(f"<b>samples</b> {counts.get('total', 0):,} ({counts.get('failed', 0):,} failed)")
-        if self.epochs > 1:
-            info.append(f"<b>epochs</b> {self.epochs}")
-        cell_style = 'style="text-align:right;vertical-align:top;font-variant-numeric:tabular-nums;padding:2px 10px"'
-        left = 'style="text-align:left;vertical-align:top;padding:2px 10px"'
-        head = "".join(f"<th {cell_style}>{esc(m)}</th>" for m in models)
-        body = []
-        for cell in self._cells():
-            best = _best(cell, models)
-            arrow = "↑" if cell["higher_is_better"] else "↓"
-            tds = []
-            for model in models:
-                row = cell["models"].get(model)
-                tds.append(f"<td {cell_style}>{_html_cell(row, bold=model == best)}</td>")
-            body.append(f"<tr><td {left}>{esc(str(cell['task']))}</td>"
-                        f"<td {left}>{esc(str(cell['metric']))} {arrow}</td>{''.join(tds)}</tr>")
-        return (
-            '<div class="evalnb-run-result">'
-            f'<p style="margin:0 0 4px 0">{" &middot; ".join(info)}</p>'
-            f'<table style="border-collapse:collapse"><thead><tr><th {left}>task</th><th {left}>metric</th>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>'
-            '<p style="margin:4px 0 0 0;font-size:smaller">mean [95% CI], n scored; best mean in bold</p></div>'
-        )
-
 
 def _plain(value: Any) -> Any:
     if value is None:
@@ -742,64 +673,3 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item") and not isinstance(value, (str, bytes, dict, list)):
         return value.item()  # numpy scalars
     return value
-
-
-def _fmt(x: float) -> str:
-    if x != x:
-        return "—"
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    if abs(x) >= 100:
-        return f"{x:.1f}"
-    return f"{x:.3f}"
-
-
-def _describe(row: Mapping[str, Any]) -> str:
-    parts = []
-    if row["mean"] == row["mean"]:
-        parts.append(_fmt(row["mean"]))
-        if row["ci_low"] == row["ci_low"]:
-            parts.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
-    notes = [f"n={row['n']}" if row["source"] == "samples" else "batch"] + _counts(row)
-    if row.get("error"):
-        notes.append(f"error: {row['error']}")
-    return " ".join(parts + [", ".join(notes)])
-
-
-def _counts(row: Mapping[str, Any]) -> list[str]:
-    """What the mean leaves out, for the report: failed and unscored samples, prompts missing a field."""
-    notes = []
-    for key, words in (("n_failed", "failed"), ("n_unscored", "unscored"), ("n_missing_field", "missing a field")):
-        if row.get(key):
-            notes.append(f"{row[key]:,} {words}")
-    return notes
-
-
-def _best(cell: Mapping[str, Any], models: list[str]) -> str | None:
-    means = [(r["mean"], m) for m in models if (r := cell["models"].get(m)) is not None and r["mean"] == r["mean"]]
-    if len(means) < 2:
-        return None
-    pick = max if cell["higher_is_better"] else min
-    value = pick(v for v, _ in means)
-    winners = [m for v, m in means if v == value]
-    return winners[0] if len(winners) == 1 else None
-
-
-def _html_cell(row: Mapping[str, Any] | None, *, bold: bool) -> str:
-    if row is None:
-        return "—"
-    esc = html.escape
-    if row["mean"] == row["mean"]:
-        mean = _fmt(row["mean"])
-        top = f"<b>{mean}</b>" if bold else mean
-    else:
-        top = "—"
-    details = []
-    if row["ci_low"] == row["ci_low"]:
-        details.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
-    notes = [f"n={row['n']:,}" if row["source"] == "samples" else "batch"] + _counts(row)
-    details.append(", ".join(notes))
-    out = f'{top}<br><span style="font-size:smaller">{esc(" ".join(details))}</span>'
-    if row.get("error"):
-        out += f'<br><span style="font-size:smaller">error: {esc(str(row["error"])[:200])}</span>'
-    return out

@@ -13,7 +13,7 @@ import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -283,8 +283,11 @@ class RunEngine(GradingPipeline):
                 metric = {m.label: self.progress.model(m.label).metric or (
                     task.effective_metrics[0].id if task.effective_metrics else None) for m in plan.models}
                 missing = MissingFields(task)
-                survey = await asyncio.to_thread(planner.survey, task_id, source(), per_sample=per_sample,
+                seen = _KeepSmall(source())
+                survey = await asyncio.to_thread(planner.survey, task_id, seen, per_sample=per_sample,
                                                  metric=metric, on_rows=missing.add)
+                if seen.items is not None:  # a task of up to KEEP_ITEMS items: walk them again from memory
+                    source = seen.items.__iter__
                 await check
             except Exception as exc:  # noqa: BLE001 - a task that cannot start fails alone
                 self.task_errors[task_id] = f"{type(exc).__name__}: {exc}"
@@ -429,52 +432,60 @@ class RunEngine(GradingPipeline):
                     stretches.close()
         await executor.drain()
 
-    async def _generate_one(self, unit: Work) -> None:
-        """One model call from this process: the local executor's unit of work."""
+    async def _generation_worker(self, calls: Any, more: Callable[[], Awaitable[bool]]) -> None:
+        """A local generation worker: makes the calls in `calls` (a deque the local executor
+        fills) one at a time; when it is empty, ``await more()`` says whether to wait on."""
         from evalnb.errors import ProviderError
         from evalnb.providers.pricing import call_cost, estimate_tokens, worst_case_cost
 
         gen = self.plan.generation
         budget = self.budget
         limited = budget.limit is not None
-        model = unit.model
-        worst = 0.0
-        if limited:
-            if model.price is not None:
-                instructions = gen.get("instructions")
-                tokens = estimate_tokens(unit.item.prompt) + (estimate_tokens(instructions) if isinstance(instructions, str) else 0)
-                worst = worst_case_cost(tokens, gen.get("max_output_tokens"), model.price)
-            if not await budget.reserve(worst):
-                return  # not started: the next attempt of the run does it
-        mp = self.progress.model(model.label)
-        mp.in_flight += 1
-        cost = None
-        try:
-            completion = await self.clients[model.label].complete(unit.item.prompt, gen)
-            cost = call_cost(completion.usage, model.price)
-        except ProviderError as exc:
-            mp.in_flight -= 1
-            error = {"stage": "generation", "message": str(exc), "status": exc.status}
-            self._record(unit.task_id, model.label, self._sample(unit.task_id, unit.item, model, unit.epoch, None),
-                         error=error)
-            return
-        finally:
+        max_out = gen.get("max_output_tokens")
+        instructions = estimate_tokens(gen.get("instructions")) if isinstance(gen.get("instructions"), str) else 0
+        clients, progress = self.clients, self.progress
+        while True:
+            if not calls:
+                if not await more():
+                    return
+                continue
+            unit = calls.popleft()
+            model = unit.model
+            worst = 0.0
             if limited:
-                budget.settle(worst, cost)
-            else:
-                budget.add(cost)
-        mp.in_flight -= 1
-        mp.cost_usd += cost or 0.0
-        output = {
-            "request_key": unit.key,
-            "output_text": completion.text,
-            "usage": completion.usage,
-            "response_id": completion.response_id,
-            "latency_s": completion.latency_s,
-            "cost_usd": cost,
-        }
-        self.writer.put_outputs([output])
-        self._finish_generation(unit, output, reused=False)
+                if model.price is not None:
+                    worst = worst_case_cost(estimate_tokens(unit.item.prompt) + instructions, max_out, model.price)
+                if not await budget.reserve(worst):
+                    continue  # not started: the next attempt of the run does it
+            mp = progress.model(model.label)
+            mp.in_flight += 1
+            cost = None
+            try:
+                completion = await clients[model.label].complete(unit.item.prompt, gen)
+                cost = call_cost(completion.usage, model.price)
+            except ProviderError as exc:
+                mp.in_flight -= 1
+                error = {"stage": "generation", "message": str(exc), "status": exc.status}
+                self._record(unit.task_id, model.label,
+                             self._sample(unit.task_id, unit.item, model, unit.epoch, None), error=error)
+                continue
+            finally:
+                if limited:
+                    budget.settle(worst, cost)
+                else:
+                    budget.add(cost)
+            mp.in_flight -= 1
+            mp.cost_usd += cost or 0.0
+            output = {
+                "request_key": unit.key,
+                "output_text": completion.text,
+                "usage": completion.usage,
+                "response_id": completion.response_id,
+                "latency_s": completion.latency_s,
+                "cost_usd": cost,
+            }
+            self.writer.put_outputs([output])
+            self._finish_generation(unit, output, reused=False)
 
     def _sample(self, task_id: str, item: Any, model: Any, epoch: int, output: dict | None) -> dict:
         sample = {
@@ -551,6 +562,31 @@ class RunEngine(GradingPipeline):
         task = asyncio.ensure_future(coro)
         self._grading.add(task)
         task.add_done_callback(self._grading.discard)
+
+
+KEEP_ITEMS = 100_000  # a task with at most this many items keeps them from the survey to the work pass
+
+
+class _KeepSmall:
+    """The survey's walk over a task's items, keeping them while there are at most KEEP_ITEMS.
+
+    The work pass then reuses them instead of reading and rendering every row a second time
+    (~13 us an item); a bigger task is streamed again, so memory stays flat at any size.
+    """
+
+    def __init__(self, items: Iterator[Any]) -> None:
+        self._items = items
+        self.items: list[Any] | None = []
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in self._items:
+            kept = self.items
+            if kept is not None:
+                if len(kept) < KEEP_ITEMS:
+                    kept.append(item)
+                else:
+                    self.items = None
+            yield item
 
 
 def _item_source(plan: RunPlan, task_id: str, pool: Any) -> Callable[[], Iterator[Any]]:

@@ -66,15 +66,15 @@ class LocalExecutor:
                 raise w.exception()  # type: ignore[misc]
 
     async def _worker(self) -> None:
-        calls, generate = self.calls, self.engine._generate_one
-        while True:
-            if not calls:
-                if self._closing:
-                    return
-                self._more.clear()
-                await self._more.wait()
-                continue
-            await generate(calls.popleft())
+        await self.engine._generation_worker(self.calls, self._wait_for_more)
+
+    async def _wait_for_more(self) -> bool:
+        """Called by an idle worker: False once the executor is draining (nothing more comes)."""
+        if self._closing:
+            return False
+        self._more.clear()
+        await self._more.wait()
+        return True
 
 
 def make_executor(value: Any) -> Any:

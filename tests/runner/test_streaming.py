@@ -10,6 +10,7 @@ import pytest
 
 import evalnb
 from evalnb import Model
+from evalnb.runner import engine
 from evalnb.runner.planner import CHUNK
 from evalnb.suite.items import Item
 from helpers.runner_kit import EXACT, responder, rows, write_jsonl
@@ -17,8 +18,13 @@ from helpers.runner_kit import EXACT, responder, rows, write_jsonl
 pytestmark = pytest.mark.usefixtures("evalnb_home")
 
 
-def test_a_run_never_holds_every_item_of_a_big_task(make_suite, model_server):
-    """The old engine built a list of all Items (and a todo list over them) before its first call."""
+def test_a_run_never_holds_every_item_of_a_big_task(make_suite, model_server, monkeypatch):
+    """The old engine built a list of all Items (and a todo list over them) before its first call.
+
+    A task of up to KEEP_ITEMS items is kept from the survey to the work pass (see the next
+    test); lowered here so that this 12k-item task counts as big.
+    """
+    monkeypatch.setattr(engine, "KEEP_ITEMS", 2 * CHUNK)
     n = 12 * CHUNK
     seen: list[int] = []
 
@@ -34,6 +40,26 @@ def test_a_run_never_holds_every_item_of_a_big_task(make_suite, model_server):
     assert result.status == "completed" and result.run["counts"]["completed"] == n
     alive = [x for x in seen if x]
     assert alive and max(alive) < n / 2  # a few stretches in flight, not the task
+
+
+@pytest.mark.parametrize("keep, renders_per_row", [(None, 2), (CHUNK, 4)])
+def test_a_small_task_is_read_and_rendered_once(make_suite, model_server, monkeypatch, keep, renders_per_row):
+    """Up to KEEP_ITEMS items the work pass reuses the survey's items (a prompt and a target
+    rendered per row); a bigger task is read and rendered again, as it streams."""
+    import evalnb.suite.items as items_module
+
+    if keep is not None:
+        monkeypatch.setattr(engine, "KEEP_ITEMS", keep)
+    renders = []
+    real = items_module.render_template
+    monkeypatch.setattr(items_module, "render_template", lambda *a: renders.append(1) or real(*a))
+    n = 3 * CHUNK
+    suite = make_suite({"qa": rows(n)})
+    server = model_server()
+    result = evalnb.run(suite, [Model("m", base_url=server.base_url, api="chat")], progress=False)
+    assert result.status == "completed" and server.request_count == n
+    assert result.samples["status"].eq("completed").all()
+    assert len(renders) == renders_per_row * n
 
 
 def test_stretches_keep_reuse_and_resume_exact_across_boundaries(make_suite, model_server, tmp_path):
