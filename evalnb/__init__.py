@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "load_run": "evalnb.runner.api",
     "estimate": "evalnb.runner.preflight",
     "RunResult": "evalnb.results.run_result",
+    "RayExecutor": "evalnb.runner.ray_executor",
     # notebook
     "preview": "evalnb.widgets",
     # what confines graders here
@@ -88,6 +89,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from evalnb.sandbox.report import sandbox_isolation
     from evalnb.results.run_result import RunResult
     from evalnb.runner.api import arun, load_run, resume, run, runs
+    from evalnb.runner.ray_executor import RayExecutor
     from evalnb.runner.preflight import estimate
     from evalnb.suite.templates import render_template
     from evalnb.widgets import preview

@@ -68,3 +68,34 @@ def widget_displays(monkeypatch: pytest.MonkeyPatch) -> list:
     monkeypatch.setattr(progress, "in_notebook", lambda: True)
     monkeypatch.setattr(progress, "WidgetDisplay", Recorded)
     return made
+
+
+@pytest.fixture(scope="session")
+def ray_runtime() -> Any:
+    """A real Ray for the slow tests: the cluster in RAY_ADDRESS (`.ci/run` starts one with
+    `ray start --head`), else a local one with 2 CPUs started here (once per session).
+
+    Ray listens on 127.0.0.1 only (its own switch for single-machine clusters), so no test
+    traffic leaves the loopback interface.
+    """
+    import os
+
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray = pytest.importorskip("ray")
+    address = os.environ.get("RAY_ADDRESS")
+    last: BaseException | None = None
+    for _ in range(3):  # a loaded 2-core machine can miss Ray's 30 s start-up deadline
+        try:
+            if address:
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            break
+        except Exception as exc:  # noqa: BLE001 - retried, then raised
+            last = exc
+            ray.shutdown()
+    else:
+        raise RuntimeError(f"could not start or reach Ray: {last}")
+    yield ray
+    ray.shutdown()

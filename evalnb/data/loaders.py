@@ -9,11 +9,12 @@ a local file relative to the manifest's folder; any other ``path`` → Hugging F
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from evalnb.data import files
-from evalnb.data.readers import infer_format, read_file
+from evalnb.data.readers import infer_format, iter_file, read_file
 from evalnb.errors import DatasetError
 from evalnb.home import evalnb_home
 
@@ -67,6 +68,58 @@ def load_rows(
     )
 
 
+def iter_rows(
+    dataset: Any,
+    *,
+    base_dir: Path | None = None,
+    task_id: str,
+    default_split: str = "test",
+    allow_private_hosts: bool = False,
+    limit: int | None = None,
+) -> Iterator[dict]:
+    """`load_rows` as a stream: a local or uploaded JSONL/CSV file is parsed while it is read
+    (a million rows never sit in memory together); other sources are loaded, then yielded.
+
+    The same rows in the same order as `load_rows`, with the same errors (raised when the
+    bad line is reached).
+    """
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise DatasetError(f"task {task_id!r}: limit must be a non-negative integer (found {limit!r})")
+    kind = dataset_kind(dataset)
+    if kind == "file":
+        file_id = _get(dataset, "file_id")
+        try:
+            path = files.path_for(file_id)
+            fmt = files.file_format(file_id, _get(dataset, "format"))
+            filename = files.info(file_id)["filename"]
+        except DatasetError as exc:
+            raise DatasetError(f"task {task_id!r}: {exc}") from None
+        return iter_file(path, fmt, source=f"task {task_id!r}: {filename} ({file_id})", limit=limit,
+                         hint=_UPLOAD_HINT)
+    if kind == "local":
+        path, fmt, given, encoding = _local_file(dataset, base_dir, task_id)
+        try:
+            _check_encoding(encoding)
+        except LookupError:
+            raise DatasetError(f"task {task_id!r}: {given}: unknown encoding {encoding!r}") from None
+        return iter_file(path, fmt, source=f"task {task_id!r}: {given}", limit=limit, encoding=encoding,
+                         hint=_LOCAL_HINT)
+    return iter(load_rows(dataset, base_dir=base_dir, task_id=task_id, default_split=default_split,
+                          allow_private_hosts=allow_private_hosts, limit=limit))
+
+
+def _check_encoding(encoding: str | None) -> None:
+    if encoding is not None:
+        import codecs
+
+        codecs.lookup(encoding)
+
+
+_UPLOAD_HINT = ("uploaded files are read as UTF-8: convert it and upload it again, or read it "
+                "as a local file with {path: ..., encoding: ...}")
+_LOCAL_HINT = "if the file is in another encoding, name it in the dataset (e.g. encoding: latin-1)"
+
+
 def dataset_kind(dataset: Any) -> Kind:
     """Which loader a declaration needs (see the module docstring for the rule)."""
     if _get(dataset, "file_id") is not None:
@@ -90,11 +143,20 @@ def _load_file_store(dataset: Any, task_id: str, limit: int | None) -> list[dict
     except DatasetError as exc:
         raise DatasetError(f"task {task_id!r}: {exc}") from None
     return read_file(path, fmt, source=f"task {task_id!r}: {filename} ({file_id})", limit=limit,
-                     hint="uploaded files are read as UTF-8: convert it and upload it again, or read it "
-                          "as a local file with {path: ..., encoding: ...}")
+                     hint=_UPLOAD_HINT)
 
 
 def _load_local(dataset: Any, base_dir: Path | None, task_id: str, limit: int | None) -> list[dict]:
+    path, fmt, given, encoding = _local_file(dataset, base_dir, task_id)
+    try:
+        return read_file(path, fmt, source=f"task {task_id!r}: {given}", limit=limit, encoding=encoding,
+                         hint=_LOCAL_HINT)
+    except LookupError:
+        raise DatasetError(f"task {task_id!r}: {given}: unknown encoding {encoding!r}") from None
+
+
+def _local_file(dataset: Any, base_dir: Path | None, task_id: str) -> tuple[Path, str, str, str | None]:
+    """(resolved path, format, the path as given, encoding) of a local dataset file."""
     given = _get(dataset, "path")
     if not isinstance(given, str) or not given:
         raise DatasetError(f"task {task_id!r}: the dataset needs a `file_id` or a `path`")
@@ -107,12 +169,7 @@ def _load_local(dataset: Any, base_dir: Path | None, task_id: str, limit: int | 
     fmt = _get(dataset, "format") or infer_format(path.name)
     if fmt is None:
         raise DatasetError(f"task {task_id!r}: cannot infer the format of {given!r}; set format to 'jsonl' or 'csv'")
-    encoding = _get(dataset, "encoding")
-    try:
-        return read_file(path, fmt, source=f"task {task_id!r}: {given}", limit=limit, encoding=encoding,
-                         hint="if the file is in another encoding, name it in the dataset (e.g. encoding: latin-1)")
-    except LookupError:
-        raise DatasetError(f"task {task_id!r}: {given}: unknown encoding {encoding!r}") from None
+    return path, fmt, given, _get(dataset, "encoding")
 
 
 def _refuse_file_as_huggingface(dataset: Any, base_dir: Path | None, task_id: str) -> None:

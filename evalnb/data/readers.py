@@ -52,6 +52,26 @@ def read_file(
         return read_rows(raw, fmt, source=source, limit=limit, encoding=encoding, hint=hint, **options)
 
 
+def iter_file(
+    path: Path, fmt: str, *, source: str, limit: int | None = None, encoding: str | None = None,
+    hint: str = "",
+) -> Iterator[dict]:
+    """`read_file` a row at a time: JSONL and CSV are parsed as they are read, so a run over a
+    million-row file holds only the rows in flight (other formats are read whole, then yielded).
+
+    The file is opened when iteration starts and closed when it ends or the iterator is dropped.
+    """
+    if fmt not in ("jsonl", "csv") or (encoding is not None and not byte_lines_work(encoding)):
+        yield from read_file(path, fmt, source=source, limit=limit, encoding=encoding, hint=hint)
+        return
+    if limit is not None and limit <= 0:
+        return
+    text = _Text(encoding, hint)
+    with open(path, "rb") as raw:
+        rows = iter_jsonl(raw, source=source, text=text) if fmt == "jsonl" else iter_csv(raw, source=source, text=text)
+        yield from itertools.islice(rows, limit)
+
+
 def byte_lines_work(encoding: str) -> bool:
     """Whether text in ``encoding`` can be split into lines on the byte b"\\n" (utf-8, latin-1, cp1252...)."""
     name = codecs.lookup(encoding).name
@@ -122,9 +142,12 @@ def _sniff_json(lines: Iterable[bytes], field: str | None) -> tuple[Iterable[byt
     return itertools.chain(head, lines), fmt
 
 
+_DECODER = json.JSONDecoder()
+
+
 def iter_jsonl(lines: Iterable[bytes], *, source: str, text: _Text = _UTF8) -> Iterator[dict]:
     """One JSON object per non-blank line; split on b"\\n" only (U+2028 inside strings is fine)."""
-    loads = json.loads
+    loads = _DECODER.decode  # json.loads of a str without its per-call checks
     encoding = text.encoding
     for lineno, raw in enumerate(lines, 1):
         if lineno == 1 and raw.startswith(_BOM):

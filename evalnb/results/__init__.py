@@ -1,7 +1,10 @@
 """Results: ``run_result.py`` (RunResult: samples, scores, metrics as DataFrames; summarize, diff,
-paired, paired_all), ``comparison.py`` (paired tables between models), ``diff.py`` (a run against
-a baseline), ``stats.py`` (intervals, tests, power), ``clustered.py`` (CR1 errors), ``epochs.py``
-(per-item reduction, pass@k) and ``explain.py`` (comparisons in words)."""
+paired, paired_all), ``frames.py`` (the samples frame and the lean score frame, read from the
+store a page at a time), ``report_views.py`` (the text report and HTML table), ``judging.py`` /
+``costs.py`` / ``agreement.py`` (judge calls, costs, agreement with people), ``comparison.py``
+(paired tables between models), ``diff.py`` (a run against a baseline), ``stats.py``
+(intervals, tests, power), ``clustered.py`` (CR1 errors), ``epochs.py`` (per-item reduction,
+pass@k) and ``explain.py`` (comparisons in words)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,6 @@ with people" is its own job. The tables themselves are built in `results.costs` 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -17,12 +16,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def _tokens(usage: Any, name: str) -> int | None:
-    if isinstance(usage, Mapping):
-        value = usage.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
 
 
 class JudgeCostViews:
@@ -30,23 +23,11 @@ class JudgeCostViews:
 
     _cached_input: Any = None
 
-    def _add_costs(self, frame: pd.DataFrame, cols: Mapping[str, list[Any]]) -> None:
-        import pandas as pd
-
+    def _judge_costs(self) -> dict[tuple[str, str, int, int], float]:
+        """(task, model, index, epoch) -> what the sample's grader model calls cost (for `samples`)."""
         from evalnb.results.costs import judge_cost_by_sample
 
-        n = len(frame)
-        frame["cost_usd"] = pd.to_numeric(pd.Series(cols.get("cost_usd") or [None] * n, dtype="object"),
-                                          errors="coerce").astype("float64")
-        by_sample = judge_cost_by_sample(self.judge_calls)
-        frame["judge_cost_usd"] = pd.Series(
-            [by_sample.get(k, math.nan) for k in zip(cols["task_id"], cols["model"], cols["sample_index"],
-                                                     [e or 0 for e in cols.get("epoch") or [0] * n])]
-            if by_sample else [math.nan] * n, dtype="float64")
-        frame["cached"] = pd.array([None if c is None else bool(c) for c in cols.get("cached") or [None] * n],
-                                   dtype="boolean")
-        # input tokens the provider's prompt cache served (for `costs`), aligned with the rows
-        frame["_cached_input"] = [(_tokens(u, "cached_input_tokens") or 0) if u is not None else 0 for u in cols["usage"]]
+        return judge_cost_by_sample(self.judge_calls)
 
     @cached_property
     def judge_calls(self) -> pd.DataFrame:

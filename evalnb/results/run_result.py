@@ -21,14 +21,14 @@ Frames (pandas is imported only when one is built):
 
 from __future__ import annotations
 
-import html
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from evalnb.results.judging import JudgeCostViews
+from evalnb.results.report_views import ReportViews
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,62 +38,13 @@ if TYPE_CHECKING:
 
 __all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
 
-# Fixed columns of `samples`; metric columns go between LEAD and TAIL.
-_LEAD = ("task_id", "model", "sample_index", "epoch", "status", "prompt", "prompt_text", "target", "output_text",
-         "extracted_output")
-_TAIL = ("error", "log", "latency_s", "input_tokens", "output_tokens", "response_id", "judge", "dataset_row")
-# cost columns come last: cost_usd of the candidate call (0 when answered from the store, NaN
-# without a price), judge_cost_usd of the sample's grader model calls, cached (from the store)
-_COST = ("cost_usd", "judge_cost_usd", "cached")
-SAMPLE_COLUMNS = _LEAD + _TAIL + _COST
+from evalnb.results.frames import SAMPLE_COLUMNS, lean_frame, metric_columns, metric_specs, samples_frame  # noqa: E402
+
 METRICS_COLUMNS = (
     "task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_missing_field", "epochs", "mean", "stderr",
     "ci_low", "ci_high", "higher_is_better", "aggregation", "source", "error",
 )
 _SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
-
-
-def metric_specs(manifest: Mapping[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
-    """task id -> its metrics [{id, aggregation, higher_is_better}], as the manifest declares them.
-
-    A task without `metrics` gets its grader's `metric_id` (default "score") when the grader is
-    per-sample; an aggregate (batch) grader reports its own metrics, so it gets none here.
-    """
-    specs: dict[str, list[dict[str, Any]]] = {}
-    for task in (manifest or {}).get("tasks") or []:
-        declared = task.get("metrics") or []
-        grader = task.get("grader") or {}
-        execution = grader.get("execution") or ("aggregate" if grader.get("contract") == "batch" else "per_sample")
-        if declared:
-            found = [m if isinstance(m, Mapping) else {"id": str(m)} for m in declared]
-        elif execution == "aggregate":
-            found = []
-        else:
-            found = [{"id": grader.get("metric_id") or "score"}]
-        specs[task["id"]] = [
-            {"id": m["id"], "aggregation": m.get("aggregation") or "mean", "higher_is_better": m.get("higher_is_better", True)}
-            for m in found
-        ]
-    return specs
-
-
-def _as_score(value: Any) -> float:
-    """A stored score as float; bools are 0/1; None, NaN and anything non-numeric are NaN."""
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
-    return math.nan
-
-
-def _error_message(error: Any) -> str | None:
-    if error is None or isinstance(error, str):
-        return error
-    if isinstance(error, Mapping) and "message" in error:
-        return f"{error['type']}: {error['message']}" if error.get("type") else str(error["message"])
-    import json
-
-    return json.dumps(error, ensure_ascii=False)
 
 
 def _columns(samples: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
@@ -105,15 +56,6 @@ def _columns(samples: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
         for field, values in columns.items():
             values.append(s.get(field))
     return columns
-
-
-def _tokens(usage: Any, *names: str) -> Any:
-    if isinstance(usage, Mapping):
-        for name in names:
-            value = usage.get(name)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-    return None
 
 
 def _nan(value: float | None) -> float:
@@ -210,7 +152,7 @@ def _clustered(task: str, model: str, metric: str, values: pd.Series | None,
     return clustered_summary(present.tolist(), labels, confidence=confidence)
 
 
-class RunResult(JudgeCostViews):
+class RunResult(JudgeCostViews, ReportViews):
     """The results of one run: `samples`, `scores` and `metrics` DataFrames, `paired`, `compare`.
 
     `RunResult(store, run_id)` reads a stored run (`store` may also be a path, or None for the
@@ -262,7 +204,7 @@ class RunResult(JudgeCostViews):
         """Read the run again (for a run still in progress); returns self."""
         if self._store is not None:
             self._load()
-        for name in ("samples", "scores", "metrics", "metric_columns", "_frame", "judge_calls", "costs"):
+        for name in ("samples", "scores", "metrics", "metric_columns", "_frame", "_lean", "judge_calls", "costs"):
             self.__dict__.pop(name, None)
         return self
 
@@ -290,19 +232,19 @@ class RunResult(JudgeCostViews):
         """How many times the run asked each item (1 unless it was run with ``epochs=K``)."""
         from evalnb.results.epochs import epoch_count
 
-        return epoch_count(self._frame[0], self._run.get("epochs"))
+        return epoch_count(self._lean[0], self._run.get("epochs"))
 
     @property
     def models(self) -> list[str]:
         """Model labels in run order, then any other label found in the samples."""
         labels = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
-        return labels + sorted(set(self._frame[0]["model"].unique()) - set(labels))
+        return labels + sorted(set(self._lean[0]["model"].unique()) - set(labels))
 
     @property
     def task_ids(self) -> list[str]:
         """Tasks in run order (the run's task_ids, else the manifest's), then any other found in the samples."""
         ids = list(self._run.get("task_ids") or metric_specs(self._manifest))
-        return ids + sorted(set(self._frame[0]["task_id"].unique()) - set(ids))
+        return ids + sorted(set(self._lean[0]["task_id"].unique()) - set(ids))
 
     def _specs(self) -> dict[str, list[dict[str, Any]]]:
         """Each task's metrics: the declared ones (SPEC: metrics say which score keys count).
@@ -312,7 +254,7 @@ class RunResult(JudgeCostViews):
         """
         specs = metric_specs(self._manifest)
         declared = {t.get("id") for t in (self._manifest or {}).get("tasks", []) if t.get("metrics")}
-        frame, columns = self._frame
+        frame, columns = self._lean
         for task in frame["task_id"].unique():
             found = self._score_keys.get(task, [])
             current = specs.get(task, [])
@@ -325,63 +267,101 @@ class RunResult(JudgeCostViews):
 
     # ---- frames -----------------------------------------------------------------------------
     @cached_property
-    def _frame(self) -> tuple[pd.DataFrame, dict[str, str]]:
-        """(samples frame, metric id -> column) built in one pass over the samples."""
+    def _lean(self) -> tuple[pd.DataFrame, dict[str, str]]:
+        """(scores frame, metric id -> column): keys, status and a float column per metric, no texts.
+
+        Everything `metrics`, `summarize`, `scores` and the comparisons need. A stored run is read
+        from its key, status and scores columns a page at a time (~50 bytes a sample), so a
+        million-sample run is summarised without ever building `samples`.
+        """
+        if self._store is None:  # from_data: the samples are in memory anyway
+            frame, columns = self._frame
+            return frame[["task_id", "model", "sample_index", "epoch", "status", *columns.values()]], columns
+        frame, columns, self._score_keys = lean_frame(self._store, self._run_id, self._manifest)
+        return self._run_order(frame), columns
+
+    def _run_order(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Rows in run order (tasks, then models, as the run listed them), then by item and epoch;
+        the store reads them sorted by name, often the same order, and then nothing moves."""
+        import numpy as np
         import pandas as pd
 
-        if self._sample_source is not None:
-            cols = _columns(self._sample_source)
-        else:
-            assert self._store is not None
-            cols = self._store.sample_columns(self._run_id)
-        data: dict[str, list[Any]] = {c: cols[c] for c in SAMPLE_COLUMNS if c in cols}
-        prompts: dict[str, str] = {}  # every model of an item shares one prompt string: keep one copy
-        data["prompt"] = [prompts.setdefault(p, p) if isinstance(p, str) else p for p in cols["prompt"]]
-        data["error"] = [None if e is None else _error_message(e) for e in cols["error"]]
-        usages = cols["usage"]
-        data["input_tokens"] = [None if u is None else _tokens(u, "input_tokens", "prompt_tokens") for u in usages]
-        data["output_tokens"] = [None if u is None else _tokens(u, "output_tokens", "completion_tokens") for u in usages]
-        score_dicts: list[Mapping[str, Any]] = [sc if isinstance(sc, Mapping) else {} for sc in cols["scores"]]
-        keys_by_task: dict[str, dict[str, None]] = {}
-        for task_id, scores in zip(cols["task_id"], score_dicts):
-            if scores:
-                keys_by_task.setdefault(task_id, {}).update(dict.fromkeys(scores))
-        self._score_keys = {t: list(k) for t, k in keys_by_task.items()}
-
-        declared = [m["id"] for specs in metric_specs(self._manifest).values() for m in specs]
-        found = sorted({k for keys in keys_by_task.values() for k in keys} - set(declared))
-        metric_ids = list(dict.fromkeys(declared + found))
-        columns = {m: (f"score:{m}" if m in SAMPLE_COLUMNS else m) for m in metric_ids}
-
-        data["epoch"] = [0 if e is None else e for e in cols.get("epoch") or [0] * len(cols["task_id"])]
-        frame = pd.DataFrame({c: data[c] for c in _LEAD if c != "prompt"})
-        # object dtype keeps the shared str objects: one copy of each prompt, not one per model
-        frame.insert(_LEAD.index("prompt"), "prompt", pd.Series(data["prompt"], dtype="object"))
-        frame["sample_index"] = frame["sample_index"].astype("int64")
-        frame["epoch"] = frame["epoch"].astype("int64")
-        for metric, column in columns.items():
-            frame[column] = pd.Series([_as_score(d.get(metric)) for d in score_dicts], dtype="float64")
-        for c in _TAIL:
-            frame[c] = pd.Series(data[c], dtype="object")
-        frame["latency_s"] = pd.to_numeric(frame["latency_s"], errors="coerce").astype("float64")
-        for c in ("input_tokens", "output_tokens"):
-            frame[c] = frame[c].astype("Int64")
-        self._add_costs(frame, cols)
         tasks = list(self._run.get("task_ids") or metric_specs(self._manifest))
         tasks += sorted(set(frame["task_id"].unique()) - set(tasks))
         models = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
         models += sorted(set(frame["model"].unique()) - set(models))
-        # rows in run order (tasks, then models, as the run listed them), then by item; the
-        # store reads them sorted by name, often the same order, and then nothing moves
-        import numpy as np
-
         task_rank = pd.Categorical(frame["task_id"], categories=tasks).codes
         model_rank = pd.Categorical(frame["model"], categories=models).codes
         order = np.lexsort((frame["epoch"].to_numpy(), frame["sample_index"].to_numpy(), model_rank, task_rank))
         if (order != np.arange(len(order))).any():
             frame = frame.take(order).reset_index(drop=True)
+        return frame
+
+    @cached_property
+    def _frame(self) -> tuple[pd.DataFrame, dict[str, str]]:
+        """(samples frame, metric id -> column) built in one pass over the samples."""
+        if self._sample_source is not None:
+            cols = _columns(self._sample_source)
+            keys_by_task: dict[str, dict[str, None]] = {}
+            for task_id, sc in zip(cols["task_id"], cols["scores"]):
+                if isinstance(sc, Mapping) and sc:
+                    keys_by_task.setdefault(task_id, {}).update(dict.fromkeys(sc))
+            self._score_keys = {t: list(k) for t, k in keys_by_task.items()}
+            columns = metric_columns(self._manifest, keys_by_task)
+        else:
+            assert self._store is not None
+            columns = self._lean[1]
+            cols = self._store.sample_columns(self._run_id)
+        frame = self._run_order(samples_frame(cols, columns, self._judge_costs()))
         self._cached_input = frame.pop("_cached_input").to_numpy()
         return frame, columns
+
+    def iter_samples(self, batch_size: int = 50_000) -> Iterator[pd.DataFrame]:
+        """`samples` a page at a time: the same columns and row order, at most `batch_size` rows each.
+
+        For a run too big for one frame (a million samples of `samples` take ~1.5 GB): each
+        page is read from the store when it is reached, one (task, model) at a time.
+        """
+        if self._store is None:
+            frame = self.samples
+            for start in range(0, len(frame), batch_size):
+                yield frame.iloc[start:start + batch_size].reset_index(drop=True)
+            return
+        from evalnb.store import SAMPLE_FIELDS
+
+        columns = self._lean[1]
+        for task in self.task_ids:
+            for model in self.models:
+                for page in self._store.column_pages(self._run_id, SAMPLE_FIELDS, task_id=task, model=model,
+                                                     batch_size=batch_size):
+                    yield samples_frame(page, columns, self._judge_costs()).drop(columns="_cached_input")
+
+    def samples_page(self, page: int, page_size: int = 10_000) -> pd.DataFrame:
+        """Rows ``page * page_size`` to ``(page + 1) * page_size`` of `samples`, read alone."""
+        import pandas as pd
+
+        if isinstance(page, bool) or not isinstance(page, int) or page < 0:
+            raise ValueError(f"page must be an integer >= 0, got {page!r}")
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise ValueError(f"page_size must be a positive integer, got {page_size!r}")
+        start, parts, seen = page * page_size, [], 0
+        for frame in self.iter_samples(batch_size=page_size):
+            end = seen + len(frame)
+            if end > start:
+                parts.append(frame.iloc[max(0, start - seen):start + page_size - seen])
+                if sum(len(p) for p in parts) >= page_size:
+                    break
+            seen = end
+        if not parts:
+            return self.samples.iloc[0:0] if self._store is None else samples_frame(
+                {f: [] for f in self._frame_fields()}, self._lean[1]).drop(columns="_cached_input")
+        return pd.concat(parts, ignore_index=True).iloc[:page_size]
+
+    @staticmethod
+    def _frame_fields() -> tuple[str, ...]:
+        from evalnb.store import SAMPLE_FIELDS
+
+        return SAMPLE_FIELDS
 
     @cached_property
     def samples(self) -> pd.DataFrame:
@@ -395,7 +375,7 @@ class RunResult(JudgeCostViews):
     @cached_property
     def metric_columns(self) -> dict[str, str]:
         """Metric id -> its column in `samples` (the id itself unless it clashed)."""
-        return dict(self._frame[1])
+        return dict(self._lean[1])
 
     @cached_property
     def scores(self) -> pd.DataFrame:
@@ -407,7 +387,7 @@ class RunResult(JudgeCostViews):
         """
         import pandas as pd
 
-        frame, columns = self._frame
+        frame, columns = self._lean
         specs = self._specs()
         parts = []
         for task in self.task_ids:
@@ -458,15 +438,14 @@ class RunResult(JudgeCostViews):
         ``n_clusters``. A row without the field, or a task whose items share one cluster,
         is a ValueError naming the task and row.
         """
-        from evalnb.results.clusters import check_path, cluster_keys
+        from evalnb.results.clusters import check_path
         from evalnb.results.stats import _check_confidence
 
         _check_confidence(confidence)
         clusters = None
         if cluster_by is not None:
             check_path(cluster_by)
-            frame = self._frame[0]
-            clusters = cluster_keys(frame[frame["status"] == "completed"], cluster_by)
+            clusters = self._cluster_keys(cluster_by)
         return self._metrics_table(confidence=confidence, clusters=clusters, cluster_by=cluster_by)
 
     def _metrics_table(self, *, confidence: float = 0.95, clusters: Mapping[tuple[str, int], Any] | None = None,
@@ -474,10 +453,9 @@ class RunResult(JudgeCostViews):
         import pandas as pd
 
         from evalnb.results.epochs import pass_at_k_ks
-        from evalnb.results.missing import missing_field_counts
 
-        frame, columns = self._frame
-        missing = missing_field_counts(frame, self._manifest)
+        frame, columns = self._lean
+        missing = self._missing_field_counts()
         specs = self._specs()
         epochs = self.epochs
         batch = {(t["task_id"], t["model"]): t for t in self._task_metrics}
@@ -506,12 +484,39 @@ class RunResult(JudgeCostViews):
 
     # ---- comparisons ----------------------------------------------------------------------------
     def _clusters(self, cluster_by: str | None) -> dict[tuple[str, int], Any] | None:
-        from evalnb.results.clusters import cluster_keys
-
         if cluster_by is None:
             return None
-        frame = self._frame[0]
-        return cluster_keys(frame[frame["status"] == "completed"], cluster_by)
+        return self._cluster_keys(cluster_by)
+
+    def _row_pages(self, status: str | None = None) -> Iterator[pd.DataFrame]:
+        """(task_id, model, sample_index, status, dataset_row) of the samples, a page at a time."""
+        import pandas as pd
+
+        if self._store is None:
+            frame = self._frame[0]
+            part = frame if status is None else frame[frame["status"] == status]
+            yield part[["task_id", "model", "sample_index", "status", "dataset_row"]]
+            return
+        fields = ["task_id", "model", "sample_index", "status", "dataset_row"]
+        for page in self._store.column_pages(self._run_id, fields, status=status):
+            yield pd.DataFrame(page)
+
+    def _cluster_keys(self, cluster_by: str) -> dict[tuple[str, int], Any]:
+        from evalnb.results.clusters import cluster_keys
+
+        keys: dict[tuple[str, int], Any] = {}
+        for page in self._row_pages("completed"):
+            keys.update(cluster_keys(page, cluster_by))
+        return keys
+
+    def _missing_field_counts(self) -> dict[tuple[str, str], int]:
+        from evalnb.results.missing import missing_field_counts
+
+        counts: dict[tuple[str, str], int] = {}
+        for page in self._row_pages():
+            for key, n in missing_field_counts(page, self._manifest).items():
+                counts[key] = counts.get(key, 0) + n
+        return counts
 
     def paired(
         self,
@@ -604,39 +609,6 @@ class RunResult(JudgeCostViews):
         frame = getattr(self, frames[what])
         return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
 
-    def _cells(self) -> list[dict[str, Any]]:
-        """Rows of the report: one per (task, metric), with each model's numbers."""
-        table = self.metrics
-        out: list[dict[str, Any]] = []
-        for (task, metric), part in table.groupby(["task_id", "metric"], sort=False):
-            by_model = {r["model"]: r for r in part.to_dict("records")}
-            out.append({"task": task, "metric": metric, "models": by_model,
-                        "higher_is_better": bool(part["higher_is_better"].iloc[0])})
-        return out
-
-    def summary(self) -> str:
-        """A plain-text report: the run line, then mean [95% CI] (n) per task x metric x model."""
-        counts = self._run.get("counts") or {}
-        named = f" {self.name!r}" if self.name else ""
-        head = [f"RunResult {self.run_id or '(not stored)'}{named}  status: {self.status or 'unknown'}"]
-        if self._run.get("suite_version"):
-            head.append(f"  suite {str(self._run['suite_version'])[:16]}")
-        if counts:
-            head.append(f"  samples: {counts.get('total', 0)} ({counts.get('failed', 0)} failed)")
-        if self.epochs > 1:
-            head.append(f"  epochs: {self.epochs} (n counts items)")
-        lines = ["".join(head), "models: " + ", ".join(self.models)]
-        for cell in self._cells():
-            lines.append(f"{cell['task']} / {cell['metric']}{'' if cell['higher_is_better'] else ' (lower is better)'}")
-            for model in self.models:
-                row = cell["models"].get(model)
-                if row is not None:
-                    lines.append(f"  {model}: {_describe(row)}")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
-
     def __repr__(self) -> str:
         # Cheap on purpose: asyncio and debuggers repr results freely; `print(result)` or
         # `result.summary()` gives the full report.
@@ -690,42 +662,6 @@ class RunResult(JudgeCostViews):
             raise ValueError(f"epoch must be an integer from 0 to {self.epochs - 1}, got {epoch!r}")
         return frame[frame["epoch"] == epoch]
 
-    def _repr_html_(self) -> str:
-        """A static table (inline styles only, no scripts): reads the same in Jupyter and in exported HTML."""
-        esc = html.escape
-        models = self.models
-        counts = self._run.get("counts") or {}
-        info = [f"<b>run</b> <code>{esc(str(self.run_id or '(not stored)'))}</code>",
-                f"<b>status</b> {esc(str(self.status or 'unknown'))}"]
-        if self.name:
-            info.insert(1, f"<b>name</b> {esc(self.name)}")
-        if self._run.get("suite_version"):
-            info.append(f"<b>suite</b> <code>{esc(str(self._run['suite_version'])[:16])}</code>")
-        if counts:
-            info.append(f"<b>samples</b> {counts.get('total', 0):,} ({counts.get('failed', 0):,} failed)")
-        if self.epochs > 1:
-            info.append(f"<b>epochs</b> {self.epochs}")
-        cell_style = 'style="text-align:right;vertical-align:top;font-variant-numeric:tabular-nums;padding:2px 10px"'
-        left = 'style="text-align:left;vertical-align:top;padding:2px 10px"'
-        head = "".join(f"<th {cell_style}>{esc(m)}</th>" for m in models)
-        body = []
-        for cell in self._cells():
-            best = _best(cell, models)
-            arrow = "↑" if cell["higher_is_better"] else "↓"
-            tds = []
-            for model in models:
-                row = cell["models"].get(model)
-                tds.append(f"<td {cell_style}>{_html_cell(row, bold=model == best)}</td>")
-            body.append(f"<tr><td {left}>{esc(str(cell['task']))}</td>"
-                        f"<td {left}>{esc(str(cell['metric']))} {arrow}</td>{''.join(tds)}</tr>")
-        return (
-            '<div class="evalnb-run-result">'
-            f'<p style="margin:0 0 4px 0">{" &middot; ".join(info)}</p>'
-            f'<table style="border-collapse:collapse"><thead><tr><th {left}>task</th><th {left}>metric</th>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>'
-            '<p style="margin:4px 0 0 0;font-size:smaller">mean [95% CI], n scored; best mean in bold</p></div>'
-        )
-
 
 def _plain(value: Any) -> Any:
     if value is None:
@@ -737,64 +673,3 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item") and not isinstance(value, (str, bytes, dict, list)):
         return value.item()  # numpy scalars
     return value
-
-
-def _fmt(x: float) -> str:
-    if x != x:
-        return "—"
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    if abs(x) >= 100:
-        return f"{x:.1f}"
-    return f"{x:.3f}"
-
-
-def _describe(row: Mapping[str, Any]) -> str:
-    parts = []
-    if row["mean"] == row["mean"]:
-        parts.append(_fmt(row["mean"]))
-        if row["ci_low"] == row["ci_low"]:
-            parts.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
-    notes = [f"n={row['n']}" if row["source"] == "samples" else "batch"] + _counts(row)
-    if row.get("error"):
-        notes.append(f"error: {row['error']}")
-    return " ".join(parts + [", ".join(notes)])
-
-
-def _counts(row: Mapping[str, Any]) -> list[str]:
-    """What the mean leaves out, for the report: failed and unscored samples, prompts missing a field."""
-    notes = []
-    for key, words in (("n_failed", "failed"), ("n_unscored", "unscored"), ("n_missing_field", "missing a field")):
-        if row.get(key):
-            notes.append(f"{row[key]:,} {words}")
-    return notes
-
-
-def _best(cell: Mapping[str, Any], models: list[str]) -> str | None:
-    means = [(r["mean"], m) for m in models if (r := cell["models"].get(m)) is not None and r["mean"] == r["mean"]]
-    if len(means) < 2:
-        return None
-    pick = max if cell["higher_is_better"] else min
-    value = pick(v for v, _ in means)
-    winners = [m for v, m in means if v == value]
-    return winners[0] if len(winners) == 1 else None
-
-
-def _html_cell(row: Mapping[str, Any] | None, *, bold: bool) -> str:
-    if row is None:
-        return "—"
-    esc = html.escape
-    if row["mean"] == row["mean"]:
-        mean = _fmt(row["mean"])
-        top = f"<b>{mean}</b>" if bold else mean
-    else:
-        top = "—"
-    details = []
-    if row["ci_low"] == row["ci_low"]:
-        details.append(f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
-    notes = [f"n={row['n']:,}" if row["source"] == "samples" else "batch"] + _counts(row)
-    details.append(", ".join(notes))
-    out = f'{top}<br><span style="font-size:smaller">{esc(" ".join(details))}</span>'
-    if row.get("error"):
-        out += f'<br><span style="font-size:smaller">error: {esc(str(row["error"])[:200])}</span>'
-    return out

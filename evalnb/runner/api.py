@@ -41,8 +41,11 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
     task ids whose graders and preprocessors may use the network; default: none may),
     ``progress`` (True / False / "text"), ``store`` (an `evalnb.store.Store`; default: the
     evalnb home), ``name`` (a label shown by `evalnb.runs()` and ``evalnb runs``, e.g. "v2:
-    neutral defined"). All but ``progress``, ``store`` and ``name`` are stored with the run;
-    `resume` uses them (the name is stored as the run's name).
+    neutral defined"), ``executor`` (``"local"``, the default: this process makes the calls;
+    ``"ray"`` or ``evalnb.RayExecutor(num_workers=..., concurrency_per_worker=...,
+    resources=...)``: Ray workers make the calls and grade, this process plans the run and
+    writes the store; ``concurrency`` is then per worker). All but ``progress``, ``store`` and
+    ``name`` are stored with the run; `resume` uses them (the name is stored as the run's name).
     Interrupting (Ctrl-C, the notebook's interrupt button) saves every finished sample, marks
     the run ``cancelled`` and then raises KeyboardInterrupt (its message and ``.run_id`` name
     the run), so a script that loops over runs stops at the first Ctrl-C;
@@ -89,6 +92,7 @@ async def arun(
     store: Any = None,
     epochs: int = 1,
     name: str | None = None,
+    executor: Any = "local",
     judge_generation: Any = None,
     max_cost_usd: float | None = None,
 ) -> "RunResult":
@@ -115,6 +119,7 @@ async def arun(
         epochs=epochs,
         allow_network=allow_network,
         name=name,
+        executor=executor,
         judge_generation=judge_generation,
         max_cost_usd=max_cost_usd,
     )
@@ -126,7 +131,8 @@ _KEEP = object()  # resume(max_cost_usd=...) not given: the run's own budget
 
 def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
            store: Any = None, concurrency: int | None = None, judge_model: Any = None,
-           embedding_model: Any = None, force: bool = False, max_cost_usd: Any = _KEEP) -> "RunResult":
+           embedding_model: Any = None, force: bool = False, executor: Any = None,
+           max_cost_usd: Any = _KEEP) -> "RunResult":
     """Continue a run that died, failed, was cancelled or was stopped by its budget, under the same run id.
 
     Finished samples are kept; the rest are done with the run's own stored options
@@ -140,16 +146,20 @@ def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool |
     A run another process still owns is refused. Its owner on this machine is checked by
     pid; on another host (a re-created container gets a new host name) it counts as gone
     once its heartbeat is two minutes old, or at once with ``force=True``.
+
+    ``executor`` continues on another executor than the run's own (e.g. ``"local"`` for a run
+    started on Ray whose cluster is gone); the stored one is used otherwise.
     """
     return _raise_if_interrupted(run_sync(aresume(run_id, models=models, progress=progress, store=store,
                                                   concurrency=concurrency, judge_model=judge_model,
                                                   embedding_model=embedding_model, force=force,
-                                                  max_cost_usd=max_cost_usd)))
+                                                  executor=executor, max_cost_usd=max_cost_usd)))
 
 
 async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
                   store: Any = None, concurrency: int | None = None, judge_model: Any = None,
-                  embedding_model: Any = None, force: bool = False, max_cost_usd: Any = _KEEP) -> "RunResult":
+                  embedding_model: Any = None, force: bool = False, executor: Any = None,
+                  max_cost_usd: Any = _KEEP) -> "RunResult":
     from evalnb.suite import Suite
     from evalnb.store import Store
 
@@ -172,6 +182,8 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
         options["embedding_model"] = embedding_model
     if concurrency is not None:
         options["concurrency"] = concurrency
+    if executor is not None:
+        options["executor"] = executor
     if max_cost_usd is not _KEEP:
         options["max_cost_usd"] = max_cost_usd
     plan = make_plan(suite, models, **options)

@@ -13,6 +13,7 @@ import asyncio
 import threading
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from evalnb._gc import fewer_collections, freeze_at_exit, quiet_import
 from evalnb.runner.progress import RunProgress, make_display
 from evalnb.runner.grading import GradingPipeline
 from evalnb.runner.plan import RunPlan, model_record
+from evalnb.runner.planner import Planner, Work
 
 if TYPE_CHECKING:
     from evalnb.results.run_result import RunResult
@@ -30,23 +32,20 @@ HEARTBEAT_S = 15.0  # how often a running run marks its record alive (see Store.
 
 @dataclass
 class TaskState:
-    """One task's items, grader and per-model bookkeeping within a run."""
+    """One task's grader and per-model bookkeeping within a run; its items come from `source`.
+
+    `source()` walks the task's items again (streamed from the file where `streams_rows` says
+    it can be, else from the list loaded once): a run never holds every item of a big task.
+    """
 
     task: Any
-    items: list[Any]
+    source: Callable[[], Iterator[Any]]
     grader: Any
     extractor: Any
     per_sample: bool
-    grader_items: dict[int, dict] = field(default_factory=dict)
-    # per model label: samples waiting for an aggregate grader, and how many are still to finish
-    held: dict[str, list[dict]] = field(default_factory=dict)
+    n_items: int = 0
+    # per model label: how many samples are still to finish (an aggregate grader starts at 0)
     remaining: dict[str, int] = field(default_factory=dict)
-
-    def grader_item(self, index: int) -> dict:
-        item = self.grader_items.get(index)
-        if item is None:
-            item = self.grader_items[index] = self.items[index].as_grader_item()
-        return item
 
 
 class RunEngine(GradingPipeline):
@@ -62,7 +61,7 @@ class RunEngine(GradingPipeline):
         self.progress = RunProgress()
         self.tasks: dict[str, TaskState] = {}
         self.task_errors: dict[str, str] = {}
-        self._grade_queue: deque[tuple[str, str, dict]] = deque()
+        self._grade_queue: deque[tuple[str, str, dict, Any]] = deque()  # (task, label, sample, Item)
         self._grade_event = asyncio.Event()
         self._generation_done = False
         self._stop = asyncio.Event()
@@ -105,6 +104,7 @@ class RunEngine(GradingPipeline):
         self.progress.budget = self.budget
         self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
         self.writer = store.writer(self.run_id)
+        self.executor = self._executor_for(plan)
         ticker = asyncio.ensure_future(self._tick())
         status, error = "completed", None
         try:
@@ -214,6 +214,12 @@ class RunEngine(GradingPipeline):
                 await self._close_pools()
                 await self._close_clients()
 
+    @staticmethod
+    def _executor_for(plan: RunPlan) -> Any:
+        from evalnb.runner.executors import make_executor
+
+        return make_executor(plan.executor)
+
     def pool_for(self, task_id: str) -> Any:
         """The sandbox pool for a task's user code: with the network only if the run said so."""
         return self.net_pool if task_id in self.plan.network_tasks else self.pool
@@ -240,7 +246,7 @@ class RunEngine(GradingPipeline):
         from evalnb.runner.bridge import GraderBridge
         from evalnb.scoring.extraction import make_extractor
         from evalnb.scoring.grading import Grader
-        from evalnb.suite.items import suite_items
+        from evalnb.suite.checks import MissingFields
 
         plan = self.plan
         bridge = self.bridge = GraderBridge(
@@ -254,13 +260,8 @@ class RunEngine(GradingPipeline):
             budget=self.budget if self.budget.limit is not None else None,
             on_call=self._judge_called,
         )
-        done = self.store.completed_keys(self.run_id)
-        # what each finished sample was asked and graded against: the manifest is the same,
-        # but the rows may have been edited since, and then the sample must be done again
-        kept = {
-            (s["task_id"], s["model"], s["sample_index"], s["epoch"]): _fingerprint(s["prompt"], s["target"], s["dataset_row"])
-            for s in self.store.iter_samples(self.run_id, status="completed")
-        } if done else {}
+        previous = self.store.previous_identical_run(self.run_id) if plan.reuse else None
+        self.planner = planner = Planner(plan, self.store, self.run_id, continuing=self._continuing, previous=previous)
         # errors an earlier attempt of this run recorded for a task (e.g. a dataset download
         # that failed); cleared below for every task that starts this time
         stale = {(t["task_id"], t["model"]) for t in self.store.task_metrics(self.run_id) if t["error"]}
@@ -273,11 +274,20 @@ class RunEngine(GradingPipeline):
                 pool = self.pool_for(task_id)
                 grader = Grader(task.grader, task_id=task_id, pool=pool, bridge=bridge,
                                 run_id=self.run_id, metadata=metadata)
+                per_sample = grader.execution == "per_sample"
                 # A grader that does not load fails its task before any call. The check waits
                 # for a sandbox worker to start, so it runs while this thread reads the rows.
                 check = asyncio.ensure_future(grader.check())
-                items = await asyncio.to_thread(suite_items, plan.suite, task_id, plan.max_samples,
-                                                preprocess=_preprocessor(pool) if task.preprocess else None)
+                source = await asyncio.to_thread(_item_source, plan, task_id, pool)
+                # the panel's metric per model: the first task's first metric (set below if not yet)
+                metric = {m.label: self.progress.model(m.label).metric or (
+                    task.effective_metrics[0].id if task.effective_metrics else None) for m in plan.models}
+                missing = MissingFields(task)
+                seen = _KeepSmall(source())
+                survey = await asyncio.to_thread(planner.survey, task_id, seen, per_sample=per_sample,
+                                                 metric=metric, on_rows=missing.add)
+                if seen.items is not None:  # a task of up to KEEP_ITEMS items: walk them again from memory
+                    source = seen.items.__iter__
                 await check
             except Exception as exc:  # noqa: BLE001 - a task that cannot start fails alone
                 self.task_errors[task_id] = f"{type(exc).__name__}: {exc}"
@@ -290,36 +300,27 @@ class RunEngine(GradingPipeline):
             for model in plan.models:
                 if (task_id, model.label) in stale:
                     self.store.write_task_metrics(self.run_id, task_id, model.label, None, error=None)
-            self._warn_missing_fields(task, items)
-            per_sample = grader.execution == "per_sample"
-            state = TaskState(task, items, grader, make_extractor(task.extraction), per_sample)
-            epochs = range(plan.epochs)
+            self._warn_missing_fields(task, missing, survey.n_items)
+            planner.copy_kept(self.writer, task_id)
+            state = TaskState(task, source, grader, make_extractor(task.extraction), per_sample, survey.n_items)
             for model in plan.models:
-                finished = 0
-                for i in items:
-                    fingerprint = None
-                    for epoch in epochs:
-                        key = (task_id, model.label, i.index, epoch)
-                        if key not in done:
-                            continue
-                        fingerprint = fingerprint or _fingerprint(i.prompt, i.target, i.row)
-                        if kept.get(key) != fingerprint:
-                            done.discard(key)
-                        else:
-                            finished += 1
-                state.remaining[model.label] = len(items) * plan.epochs - finished
-                state.held[model.label] = []
-                mp = self.progress.model(model.label)
-                mp.total += len(items) * plan.epochs
+                label = model.label
+                finished = survey.kept[label] + survey.copied[label]
+                state.remaining[label] = survey.n_items * plan.epochs - finished
+                mp = self.progress.model(label)
+                mp.total += survey.n_items * plan.epochs
                 mp.done += finished
+                mp.reused += survey.copied[label]
                 if mp.metric is None and task.effective_metrics:
                     mp.metric = task.effective_metrics[0].id
+                total, n = survey.copied_metric.get(label, (0.0, 0))  # copied samples' scores of mp.metric
+                mp.metric_sum += total
+                mp.metric_n += n
             self.tasks[task_id] = state
-        self._done_keys = done
         self._paid = self.store.paid_samples(self.run_id)  # calls an earlier attempt made and paid for
         self._make_clients()  # after the rows and graders: the client code loads meanwhile (see preload)
 
-    def _warn_missing_fields(self, task: Any, items: list[Any]) -> None:
+    def _warn_missing_fields(self, task: Any, missing: Any, n_items: int) -> None:
         """A template field in none of the task's rows renders as "" in every prompt: say so, loudly.
 
         On the progress display (terminal and notebook) when there is one, else as a Python
@@ -328,11 +329,10 @@ class RunEngine(GradingPipeline):
         import warnings
 
         from evalnb.errors import MissingFieldWarning
-        from evalnb.suite.checks import missing_field_problems
 
         position = next(i for i, t in enumerate(self.plan.suite.tasks) if t.id == task.id)
-        for problem in missing_field_problems(task, position, [item.row for item in items]):
-            message = f'{problem}; it renders as "" in all {len(items)} prompts'
+        for problem in missing.problems(position):
+            message = f'{problem}; it renders as "" in all {n_items} prompts'
             if self.display is not None:
                 self.progress.warn(message)
             else:
@@ -389,53 +389,18 @@ class RunEngine(GradingPipeline):
 
     # ---- the pipeline ---------------------------------------------------------------------
     async def _run_all(self) -> None:
-        from evalnb.store import epoch_request_key, request_key_function
-
-        plan = self.plan
         await self._preloaded  # see _preload_result_libraries
-        gen = plan.generation
-        keys = {m.label: request_key_function(m.name, m.base_url, m.api, gen) for m in plan.models}
-        # (task_id, item, model, request_key, epoch), epoch by epoch: a run stopped early has
-        # whole epochs rather than every epoch of a few items
-        todo: list[tuple[str, Any, Any, str, int]] = []
-        done = self._done_keys
-        for epoch in range(plan.epochs):
-            for task_id, state in self.tasks.items():
-                for item in state.items:
-                    for model in plan.models:
-                        if (task_id, model.label, item.index, epoch) in done:
-                            continue
-                        key = keys[model.label](item.prompt)
-                        if epoch:
-                            key = epoch_request_key(key, epoch)
-                        todo.append((task_id, item, model, key, epoch))
-        if plan.reuse and todo:
-            todo = self._copy_identical_samples(todo)
-        if plan.reuse and todo:
-            cached = self.store.lookup_outputs([t[3] for t in todo])
-        elif self._continuing and todo:  # reuse=False: no other run's answers, but its own ones
-            cached = self.store.lookup_outputs([t[3] for t in todo], run_id=self.run_id)
-        else:
-            cached = {}
-        calls: deque[tuple[str, Any, Any, str, int]] = deque()
-        for unit in todo:
-            hit = cached.get(unit[3])
-            if hit is None:
-                calls.append(unit)
-            else:
-                self.progress.model(unit[2].label).reused += 1
-                self._finish_generation(unit, hit, reused=True)
-        del todo, cached
         self._check_aggregates()  # tasks whose samples were all finished before this run
+        executor = self.executor
         dispatcher = asyncio.ensure_future(self._dispatch_grading())
-        workers = [asyncio.ensure_future(self._generate(calls)) for _ in range(min(plan.concurrency, max(len(calls), 1)))]
+        await executor.start(self)
+        producer = asyncio.ensure_future(self._produce(executor))
         stopper = asyncio.ensure_future(self._stop.wait())
-        gathered = asyncio.gather(*workers)
         try:
-            done, _ = await asyncio.wait({gathered, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({producer, stopper}, return_when=asyncio.FIRST_COMPLETED)
             if stopper in done:
                 raise asyncio.CancelledError("stopped from the progress panel")
-            gathered.result()
+            producer.result()
             self._generation_done = True
             self._grade_event.set()
             await dispatcher
@@ -443,52 +408,33 @@ class RunEngine(GradingPipeline):
                 await asyncio.gather(*list(self._grading))
         finally:
             stopper.cancel()
-            for w in workers:
-                w.cancel()
+            producer.cancel()
             dispatcher.cancel()
-            await asyncio.gather(gathered, dispatcher, stopper, return_exceptions=True)
+            await asyncio.gather(producer, dispatcher, stopper, return_exceptions=True)
+            await executor.close()
 
-    def _copy_identical_samples(self, todo: list[tuple[str, Any, Any, str, int]]) -> list[tuple[str, Any, Any, str, int]]:
-        """Take whole graded samples from an identical earlier run; return the units left to do.
+    async def _produce(self, executor: Any) -> None:
+        """Hand the planner's work to the executor, epoch by epoch (a run stopped early has
+        whole epochs rather than every epoch of a few items), then wait for it to finish."""
+        planner = self.planner
+        for epoch in range(self.plan.epochs):
+            for task_id, state in self.tasks.items():
+                if not planner.has_work(task_id, epoch):
+                    continue
+                stretches = planner.work(task_id, epoch, state.source())
+                try:
+                    while not self.budget.exhausted:  # a spent budget: nothing more starts
+                        units = await asyncio.to_thread(next, stretches, None)
+                        if units is None:
+                            break
+                        await executor.submit(units)
+                finally:
+                    stretches.close()
+        await executor.drain()
 
-        Same run signature (suite version, hence grader and extraction; models; generation;
-        tasks) and metadata, and per sample the same request, target and row: grading again
-        would repeat the same work, so the store copies those samples instead. Batch-graded
-        tasks are always graded again (their grader sees all samples at once).
-        """
-        import json
-
-        from evalnb.store import row_digest
-
-        previous = self.store.previous_identical_run(self.run_id)
-        if previous is None:
-            return todo
-        graded = self.store.graded_samples(previous)
-        copy, rest = [], []
-        for unit in todo:
-            task_id, item, model, key, epoch = unit
-            state = self.tasks[task_id]
-            old = graded.get((task_id, model.label, item.index, epoch)) if state.per_sample else None
-            if old is not None and old[0] == key and old[1] == item.target and old[2] == row_digest(item.row):
-                copy.append((unit, old[3]))
-            else:
-                rest.append(unit)
-        if not copy:
-            return todo
-        self.store.copy_samples(previous, self.run_id, [(u[0], u[2].label, u[1].index, u[4]) for u, _ in copy],
-                                now=int(time.time()))
-        for (task_id, _item, model, _key, _epoch), scores in copy:
-            mp = self.progress.model(model.label)
-            mp.done += 1
-            mp.reused += 1
-            value = (json.loads(scores) if scores else {}).get(mp.metric) if mp.metric else None
-            if isinstance(value, (int, float)):
-                mp.metric_sum += float(value)
-                mp.metric_n += 1
-            self.tasks[task_id].remaining[model.label] -= 1
-        return rest
-
-    async def _generate(self, calls: deque) -> None:
+    async def _generation_worker(self, calls: Any, more: Callable[[], Awaitable[bool]]) -> None:
+        """A local generation worker: makes the calls in `calls` (a deque the local executor
+        fills) one at a time; when it is empty, ``await more()`` says whether to wait on."""
         from evalnb.errors import ProviderError
         from evalnb.providers.pricing import call_cost, estimate_tokens, worst_case_cost
 
@@ -497,26 +443,31 @@ class RunEngine(GradingPipeline):
         limited = budget.limit is not None
         max_out = gen.get("max_output_tokens")
         instructions = estimate_tokens(gen.get("instructions")) if isinstance(gen.get("instructions"), str) else 0
-        while calls:
+        clients, progress = self.clients, self.progress
+        while True:
+            if not calls:
+                if not await more():
+                    return
+                continue
             unit = calls.popleft()
-            task_id, item, model, key, epoch = unit
+            model = unit.model
             worst = 0.0
             if limited:
                 if model.price is not None:
-                    worst = worst_case_cost(estimate_tokens(item.prompt) + instructions, max_out, model.price)
+                    worst = worst_case_cost(estimate_tokens(unit.item.prompt) + instructions, max_out, model.price)
                 if not await budget.reserve(worst):
-                    calls.appendleft(unit)  # not started: the next attempt of the run does it
-                    return
-            mp = self.progress.model(model.label)
+                    continue  # not started: the next attempt of the run does it
+            mp = progress.model(model.label)
             mp.in_flight += 1
             cost = None
             try:
-                completion = await self.clients[model.label].complete(item.prompt, gen)
+                completion = await clients[model.label].complete(unit.item.prompt, gen)
                 cost = call_cost(completion.usage, model.price)
             except ProviderError as exc:
                 mp.in_flight -= 1
                 error = {"stage": "generation", "message": str(exc), "status": exc.status}
-                self._record(task_id, model.label, self._sample(task_id, item, model, epoch, None), error=error)
+                self._record(unit.task_id, model.label,
+                             self._sample(unit.task_id, unit.item, model, unit.epoch, None), error=error)
                 continue
             finally:
                 if limited:
@@ -526,7 +477,7 @@ class RunEngine(GradingPipeline):
             mp.in_flight -= 1
             mp.cost_usd += cost or 0.0
             output = {
-                "request_key": key,
+                "request_key": unit.key,
                 "output_text": completion.text,
                 "usage": completion.usage,
                 "response_id": completion.response_id,
@@ -570,22 +521,14 @@ class RunEngine(GradingPipeline):
             )
         return sample
 
-    def _finish_generation(self, unit: tuple, output: dict, *, reused: bool) -> None:
-        task_id, item, model, key, epoch = unit
+    def _finish_generation(self, unit: Work, output: dict, *, reused: bool) -> None:
+        task_id, item, model, key, epoch = unit.task_id, unit.item, unit.model, unit.key, unit.epoch
         state = self.tasks[task_id]
         sample = self._sample(task_id, item, model, epoch, output)
         sample["request_key"] = key
         sample["reused"] = reused
-        if reused:  # answered from the store: nothing was paid for it in this run...
-            paid = self._paid.get((task_id, model.label, item.index, epoch)) if self._paid else None
-            if paid is not None and paid[0] == key:  # ...unless an earlier attempt of the run made the call
-                sample["cached"], sample["cost_usd"] = False, paid[1]
-            elif output.get("run_id") == self.run_id:  # its answer reached the store, its sample did not
-                from evalnb.providers.pricing import call_cost
-
-                sample["cached"], sample["cost_usd"] = False, call_cost(output.get("usage"), model.price)
-            else:
-                sample["cached"], sample["cost_usd"] = True, 0.0
+        if reused:
+            self._charge_reused(sample, unit, output)
         try:
             sample["extracted_output"] = state.extractor(sample["output_text"])
         except Exception as exc:  # noqa: BLE001 - extraction never takes the run down
@@ -597,15 +540,66 @@ class RunEngine(GradingPipeline):
         mp.output_tokens += int(usage.get("output_tokens") or 0)
         if state.per_sample:
             self._ungraded[(task_id, model.label, item.index, epoch)] = sample
-            self._grade_queue.append((task_id, model.label, sample))
+            self._grade_queue.append((task_id, model.label, sample, item))
             self._grade_event.set()
         else:
             self._record(task_id, model.label, sample)
+
+    def _charge_reused(self, sample: dict, unit: Work, output: dict) -> None:
+        """An output answered from the store: nothing was paid for it in this run, unless an
+        earlier attempt of this run made the call (then the sample keeps what it cost)."""
+        paid = self._paid.get((unit.task_id, unit.model.label, unit.item.index, unit.epoch)) if self._paid else None
+        if paid is not None and paid[0] == unit.key:
+            sample["cached"], sample["cost_usd"] = False, paid[1]
+        elif output.get("run_id") == self.run_id:  # its answer reached the store, its sample did not
+            from evalnb.providers.pricing import call_cost
+
+            sample["cached"], sample["cost_usd"] = False, call_cost(output.get("usage"), unit.model.price)
+        else:
+            sample["cached"], sample["cost_usd"] = True, 0.0
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
         self._grading.add(task)
         task.add_done_callback(self._grading.discard)
+
+
+KEEP_ITEMS = 100_000  # a task with at most this many items keeps them from the survey to the work pass
+
+
+class _KeepSmall:
+    """The survey's walk over a task's items, keeping them while there are at most KEEP_ITEMS.
+
+    The work pass then reuses them instead of reading and rendering every row a second time
+    (~13 us an item); a bigger task is streamed again, so memory stays flat at any size.
+    """
+
+    def __init__(self, items: Iterator[Any]) -> None:
+        self._items = items
+        self.items: list[Any] | None = []
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in self._items:
+            kept = self.items
+            if kept is not None:
+                if len(kept) < KEEP_ITEMS:
+                    kept.append(item)
+                else:
+                    self.items = None
+            yield item
+
+
+def _item_source(plan: RunPlan, task_id: str, pool: Any) -> Callable[[], Iterator[Any]]:
+    """How the run walks a task's items: streamed from the file again each time when it can
+    be (`streams_rows`), else loaded (and preprocessed) once and kept."""
+    from evalnb.suite.items import iter_items, streams_rows
+
+    task = plan.suite.task(task_id)
+    preprocess = _preprocessor(pool) if task.preprocess else None
+    if streams_rows(task, preprocess):
+        return lambda: iter_items(plan.suite, task_id, plan.max_samples)
+    items = list(iter_items(plan.suite, task_id, plan.max_samples, preprocess=preprocess))
+    return lambda: iter(items)
 
 
 def _preprocessor(pool: Any) -> Any:
@@ -626,13 +620,6 @@ def _settle(task: asyncio.Future | None) -> None:
         task.cancel()
     elif not task.cancelled():
         task.exception()
-
-
-def _fingerprint(prompt: Any, target: Any, row: Any) -> str:
-    """What a finished sample depends on besides the manifest: its prompt, target and row."""
-    import json
-
-    return json.dumps([prompt, target, row], sort_keys=True, default=str)
 
 
 def _preload_result_libraries(loop: asyncio.AbstractEventLoop) -> asyncio.Future:

@@ -26,22 +26,25 @@ class GradingPipeline:
             if not self._generation_done and len(self._grade_queue) < GRADE_BATCH:
                 await asyncio.sleep(0.01)  # let a batch build up while calls are in flight
             while self._grade_queue:
-                groups: dict[tuple[str, str], list[dict]] = {}
+                groups: dict[tuple[str, str], tuple[list[dict], list[Any]]] = {}
                 for _ in range(min(GRADE_BATCH, len(self._grade_queue))):
-                    task_id, label, sample = self._grade_queue.popleft()
-                    groups.setdefault((task_id, label), []).append(sample)
-                for (task_id, label), samples in groups.items():
+                    task_id, label, sample, item = self._grade_queue.popleft()
+                    samples, items = groups.setdefault((task_id, label), ([], []))
+                    samples.append(sample)
+                    items.append(item)
+                for (task_id, label), (samples, items) in groups.items():
                     await slots.acquire()
-                    self._spawn(self._grade(task_id, label, samples, slots))
+                    self._spawn(self._grade(task_id, label, samples, items, slots))
             if self._generation_done and not self._grade_queue:
                 return
 
-    async def _grade(self, task_id: str, label: str, samples: list[dict], slots: asyncio.Semaphore) -> None:
+    async def _grade(self, task_id: str, label: str, samples: list[dict], items: list[Any],
+                     slots: asyncio.Semaphore) -> None:
         state = self.tasks[task_id]
         try:
-            items = [state.grader_item(s["sample_index"]) for s in samples]
+            grader_items = [item.as_grader_item() for item in items]
             try:
-                grades = await state.grader.grade_samples(samples, items, model=label)
+                grades = await state.grader.grade_samples(samples, grader_items, model=label)
             except Exception as exc:  # noqa: BLE001 - the grader machinery failed for the batch
                 message = f"{type(exc).__name__}: {exc}"
                 for s in samples:
@@ -76,7 +79,9 @@ class GradingPipeline:
         samples = self.store.samples(self.run_id, task_id=task_id, model=label, status="completed")
         if not samples:
             return
-        items = [state.grader_item(s["sample_index"]) for s in samples]
+        wanted = {s["sample_index"] for s in samples}
+        by_index = await asyncio.to_thread(_grader_items, state.source(), wanted)
+        items = [by_index[s["sample_index"]] for s in samples]
         batch = await state.grader.grade_batch(samples, items, model=label)
         if batch.calls:
             self.store.write_judge_calls(self.run_id, task_id, label, batch.calls)
@@ -119,11 +124,8 @@ class GradingPipeline:
                 mp.metric_sum += float(value)
                 mp.metric_n += 1
         state.remaining[label] -= 1
-        if not state.per_sample:
-            if sample["status"] == "completed":
-                state.held[label].append(sample)
-            if state.remaining[label] == 0:
-                self._spawn(self._aggregate(task_id, label))
+        if not state.per_sample and state.remaining[label] == 0:
+            self._spawn(self._aggregate(task_id, label))
 
     def _check_aggregates(self) -> None:
         for task_id, state in self.tasks.items():
@@ -132,3 +134,8 @@ class GradingPipeline:
             for label, remaining in state.remaining.items():
                 if remaining == 0:
                     self._spawn(self._aggregate(task_id, label))
+
+
+def _grader_items(items: Any, wanted: set[int]) -> dict[int, dict]:
+    """The grader's `item` dicts of the items whose index is in `wanted` (a batch grader's samples)."""
+    return {item.index: item.as_grader_item() for item in items if item.index in wanted}

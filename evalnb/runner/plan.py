@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from evalnb.providers.model import Model
+from evalnb.runner.executors import executor_record
 
 if TYPE_CHECKING:
     from evalnb.suite import Suite
@@ -40,6 +41,7 @@ class RunPlan:
     epochs: int = 1
     network_tasks: frozenset[str] = frozenset()  # tasks whose user code keeps the network
     name: str | None = None  # a label for people (`evalnb runs`); not part of what the run computes
+    executor: Any = "local"  # "local", "ray" or an evalnb.RayExecutor: where the calls are made
     judge_generation: dict[str, Any] = field(default_factory=dict)  # defaults of graders' model calls
     max_cost_usd: float | None = None  # the run's budget: no call starts that could pass it
 
@@ -57,6 +59,7 @@ class RunPlan:
             "allow_network": sorted(self.network_tasks),
             "judge_model": model_record(self.judge_model) if self.judge_model else None,
             "embedding_model": model_record(self.embedding_model) if self.embedding_model else None,
+            "executor": executor_record(self.executor),
             "judge_generation": self.judge_generation,
             "max_cost_usd": self.max_cost_usd,
         }
@@ -95,9 +98,11 @@ def make_plan(
     epochs: int = 1,
     allow_network: bool | Sequence[str] = False,
     name: str | None = None,
+    executor: Any = "local",
     judge_generation: Any = None,
     max_cost_usd: float | None = None,
 ) -> RunPlan:
+    from evalnb.runner.executors import check_executor
     from evalnb.suite.generation import Generation
     from evalnb.suite import Suite
 
@@ -142,7 +147,13 @@ def make_plan(
     judge = as_model(judge_model, "judge_model") if judge_model is not None else None
     embedder = as_model(embedding_model, "embedding_model") if embedding_model is not None else None
     budget = check_budget(max_cost_usd)
+    runner = check_executor(executor)
     if budget is not None:
+        if runner != "local":
+            # a budget is checked before every call; Ray workers make theirs on their own
+            raise ValueError("max_cost_usd: a budget needs executor='local' (each call is checked against it "
+                             "before it starts, in this process); Ray runs record and price every call but "
+                             "cannot stop at a budget")
         _check_bounded(model_list, gen, judge, judge_gen, budget, embedder)
     if allow_network is True:
         network_tasks = frozenset(chosen)
@@ -173,6 +184,7 @@ def make_plan(
         epochs=epochs,
         network_tasks=network_tasks,
         name=name,
+        executor=runner,
         judge_generation=judge_gen,
         max_cost_usd=budget,
     )

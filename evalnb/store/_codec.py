@@ -383,7 +383,11 @@ def write_ops(conn: sqlite3.Connection, ops: Iterable[Op]) -> int:
         if texts:
             _insert_rows(conn, _TEXT_SQL, list(texts.items()))
         for sql, group in groupby(ops, key=lambda op: op.sql):
-            _insert_rows(conn, sql, [op.params for op in group])
+            if " VALUES (" in sql:
+                _insert_rows(conn, sql, [op.params for op in group])
+            else:  # INSERT ... SELECT (a copy from another run): one statement each
+                for op in group:
+                    conn.execute(sql, op.params)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

@@ -1,10 +1,13 @@
-"""Reusing whole graded samples from an earlier, identical run.
+"""Reusing whole graded samples from an earlier, identical run, and what a run already holds.
 
 A run whose signature (suite version — so grader code and extraction too — models,
 generation, tasks, judge and embedding models) and metadata equal a completed earlier run's
 would grade the same outputs with the same code against the same targets. Those samples are
 copied inside SQLite instead of being re-extracted, re-graded in the sandbox and re-encoded:
 a second run of an unchanged suite is then bound by reading rows, not by Python per sample.
+
+A run plans its work a stretch of items at a time (`runner.planner`), so the questions here
+are asked for one task and a range of item indexes: memory stays flat however big the run.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from evalnb.store._codec import from_json, text_hash, to_json
+from evalnb.store._codec import Op, from_json, text_hash, to_json
+
+# per model: the primary key (run, task, model, index, epoch) then walks one narrow stretch
+_RANGE = "run_id = ? AND task_id = ? AND model = ? AND sample_index BETWEEN ? AND ? AND status = 'completed'"
 
 _COPY_SQL = (
     "INSERT OR REPLACE INTO samples (run_id, task_id, model, sample_index, epoch, status, prompt_hash, target, "
@@ -65,6 +71,26 @@ class GradeReuse:
         )
         return {(t, m, i, e): (key, target, digest, scores) for t, m, i, e, key, target, digest, scores in rows}
 
+    def completed_range(self, run_id: str, task_id: str, models: Iterable[str], first: int,
+                        last: int) -> list[tuple[Any, ...]]:
+        """(model, sample_index, epoch, prompt digest, target, dataset_row digest) of the completed
+        samples of one task and `models` with first <= sample_index <= last: what a continued run keeps."""
+        sql = f"SELECT model, sample_index, epoch, prompt_hash, target, dataset_row_hash FROM samples WHERE {_RANGE}"
+        return [row for m in models for row in self._rows(sql, (run_id, task_id, m, first, last))]  # type: ignore[attr-defined]
+
+    def graded_range(self, run_id: str, task_id: str, models: Iterable[str], first: int,
+                     last: int) -> list[tuple[Any, ...]]:
+        """(model, sample_index, epoch, request_key, target, dataset_row digest, scores) of the completed
+        samples of one task and `models` with first <= sample_index <= last (`graded_samples`, a stretch)."""
+        sql = ("SELECT model, sample_index, epoch, request_key, target, dataset_row_hash, scores FROM samples "
+               f"WHERE {_RANGE}")
+        return [row for m in models for row in self._rows(sql, (run_id, task_id, m, first, last))]  # type: ignore[attr-defined]
+
+    def has_completed(self, run_id: str) -> bool:
+        """Whether the run holds any completed sample (a fresh run need not look for them)."""
+        return bool(self._rows(  # type: ignore[attr-defined]
+            "SELECT 1 FROM samples WHERE run_id = ? AND status = 'completed' LIMIT 1", (run_id,)))
+
     def copy_samples(self, from_run: str, to_run: str, keys: Iterable[tuple[str, str, int, int]], *, now: int) -> int:
         """Copy completed samples of `from_run` into `to_run` (same task, model, index, epoch).
 
@@ -79,3 +105,18 @@ class GradeReuse:
             if conn.execute("SELECT 1 FROM judge_calls WHERE run_id = ? LIMIT 1", (from_run,)).fetchone():
                 conn.executemany(_COPY_CALLS_SQL, [(to_run, now, from_run, t, m, i, e) for t, m, i, e in keys])
         return len(params)
+
+
+def copy_ops(from_run: str, to_run: str, task_id: str, model: str, epoch: int, indexes: list[int], now: int) -> list[Op]:
+    """The writes that copy the completed samples `indexes` of (task, model, epoch) from one run
+    to another, and their grader model calls (as answered from the store).
+
+    Handed to the run's `StoreWriter` (`copy_samples`), so copies commit in order with the
+    run's other writes, on its one connection, a statement each per stretch of items.
+    """
+    marks = ", ".join("?" * len(indexes))
+    where = f"AND epoch = ? AND sample_index IN ({marks})"
+    samples = _COPY_SQL.replace("AND sample_index = ? AND epoch = ?", where)
+    calls = _COPY_CALLS_SQL.replace("AND sample_index = ? AND epoch = ?", where)
+    return [Op(samples, (to_run, now, now, from_run, task_id, model, epoch, *indexes)),
+            Op(calls, (to_run, now, from_run, task_id, model, epoch, *indexes))]

@@ -200,6 +200,46 @@ class Store(RunRecords, GradeReuse):
             columns[field] = [None if v is None else from_json(v) for v in columns[field]]
         return columns
 
+    def column_pages(
+        self, run_id: str, fields: Iterable[str], *, task_id: str | None = None, model: str | None = None,
+        status: str | None = None, batch_size: int = 20_000,
+    ) -> Iterator[dict[str, list[Any]]]:
+        """Some fields of a run's samples, a page of columns at a time (JSON fields decoded).
+
+        What a summary over a big run reads: only the columns it needs (``scores`` and the keys,
+        not prompts and outputs), ``batch_size`` samples at a time, in `iter_samples` order.
+        Text fields (prompt, dataset_row, prompt_text) are joined in only when asked for.
+        """
+        fields = list(fields)
+        unknown = [f for f in fields if f not in SAMPLE_FIELDS]
+        if unknown:
+            raise ValueError(f"unknown sample field(s) {unknown}; known: {', '.join(SAMPLE_FIELDS)}")
+        joins = {"prompt": ("p", "prompt_hash"), "dataset_row": ("r", "dataset_row_hash"),
+                 "prompt_text": ("q", "prompt_text_hash")}
+        select = [f"{joins[f][0]}.body" if f in joins else f"s.{f}" for f in fields]
+        sql = (f"SELECT s.task_id, s.model, s.sample_index, s.epoch, {', '.join(select)} FROM samples s "
+               + "".join(f"LEFT JOIN texts {a} ON {a}.hash = s.{c} " for f, (a, c) in joins.items() if f in fields))
+        where, params = ["s.run_id = ?"], [run_id]
+        for column, value in (("task_id", task_id), ("model", model), ("status", status)):
+            if value is not None:
+                where.append(f"s.{column} = ?")
+                params.append(value)
+        base = sql + "WHERE " + " AND ".join(where)
+        order = " ORDER BY s.task_id, s.model, s.sample_index, s.epoch LIMIT ?"
+        decode = [f in JSON_FIELDS for f in fields]
+        rows = self._rows(base + order, (*params, batch_size))
+        while rows:
+            columns = list(zip(*rows))
+            page = {}
+            for f, values, is_json in zip(fields, columns[4:], decode):
+                page[f] = [None if v is None else from_json(v) for v in values] if is_json else list(values)
+            yield page
+            if len(rows) < batch_size:
+                return
+            last = rows[-1][:4]
+            rows = self._rows(base + " AND (s.task_id, s.model, s.sample_index, s.epoch) > (?, ?, ?, ?)" + order,
+                              (*params, *last, batch_size))
+
     def iter_samples(
         self,
         run_id: str,
@@ -296,6 +336,22 @@ class Store(RunRecords, GradeReuse):
                     }
                     if reply is not None:
                         found[key]["reply"] = from_json(reply)
+        return found
+
+    def cached_keys(self, request_keys: Iterable[str], *, run_id: str | None = None) -> set[str]:
+        """Which of `request_keys` have a cached output (`lookup_outputs` without reading the outputs)."""
+        keys = sorted(set(request_keys))
+        found: set[str] = set()
+        own = " AND run_id = ?" if run_id is not None else ""
+        with self._lock:
+            self._check_open()
+            for start in range(0, len(keys), _IN_CHUNK):
+                chunk = keys[start : start + _IN_CHUNK]
+                rows = self._conn.execute(
+                    f"SELECT request_key FROM outputs WHERE request_key IN ({', '.join('?' * len(chunk))}){own}",
+                    [*chunk, run_id] if run_id is not None else chunk,
+                ).fetchall()
+                found.update(r[0] for r in rows)
         return found
 
     def put_outputs(self, outputs: Iterable[Mapping[str, Any]]) -> int:

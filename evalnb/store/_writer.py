@@ -28,6 +28,7 @@ from typing import Any
 from evalnb.errors import EvalnbError
 from evalnb.redaction import Redactor
 from evalnb.store._codec import Op, SampleEncoder, encode_output, write_ops
+from evalnb.store._reuse import copy_ops
 
 
 class StoreWriteError(EvalnbError):
@@ -72,6 +73,10 @@ class StoreWriter:
         self._encoder = SampleEncoder(redactor)
         self._encode_lock = threading.Lock()  # encode + enqueue in one step: queue order = encoder's memory order
         self._conn = connect()
+        # The writer reads only the B-tree pages its inserts land on: through its own page cache
+        # (32 MB), not the readers' 256 MB memory map, whose pages would stay resident in this
+        # process for as long as the writer lives (a 1M-sample run: +256 MB of RSS).
+        self._conn.execute("PRAGMA mmap_size = 0")
         self.checkpointed: threading.Thread | None = None  # set by close(): the background checkpoint
         self._thread = threading.Thread(target=self._loop, name="evalnb-store-writer", daemon=True)
         self._thread.start()
@@ -92,6 +97,16 @@ class StoreWriter:
         """Queue output-cache entries; entries carrying an `error` are skipped."""
         now = int(time.time())
         ops = [op for op in (encode_output(o, now, self._redactor, self.run_id) for o in outputs) if op is not None]
+        with self._encode_lock:
+            self._enqueue(ops)
+
+    def copy_samples(self, from_run: str, task_id: str, model: str, epoch: int, indexes: list[int]) -> None:
+        """Queue a copy of `from_run`'s completed samples `indexes` of (task, model, epoch) into this run."""
+        if not indexes:
+            return
+        if self.run_id is None:
+            raise ValueError("copy_samples needs a writer made for a run (Store.writer(run_id))")
+        ops = copy_ops(from_run, self.run_id, task_id, model, epoch, list(indexes), int(time.time()))
         with self._encode_lock:
             self._enqueue(ops)
 

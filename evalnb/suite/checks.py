@@ -89,6 +89,47 @@ def missing_field_problems(task: Task, position: int, rows: list[dict], *, what:
     return problems
 
 
+class MissingFields:
+    """`missing_field_problems` over rows that arrive a stretch at a time (a streamed task).
+
+    ``add(rows)`` each stretch; ``problems(position)`` at the end names the template fields no
+    row had, listing the row fields seen, as `missing_field_problems` over all the rows would.
+    """
+
+    def __init__(self, task: Task) -> None:
+        from evalnb.suite.templates import template_fields
+
+        self.task = task
+        self._choices = list(task.choices) if task.choices is not None else None
+        self._missing = {field: list(dict.fromkeys(template_fields(template or "")))
+                         for field, template in (("prompt_template", task.prompt_template),
+                                                 ("target_template", task.target_template))}
+        self._fields: dict[str, None] = {}
+        self._seen_rows = False
+
+    def add(self, rows: list[dict]) -> None:
+        from evalnb.suite.templates import fields_in_no_row
+
+        if not rows:
+            return
+        self._seen_rows = True
+        for field, paths in self._missing.items():
+            if paths:
+                template = " ".join("{{" + p + "}}" for p in paths)
+                self._missing[field] = fields_in_no_row(template, rows, self._choices)
+        if len(self._fields) <= 30:
+            for key in row_fields(rows):
+                self._fields.setdefault(key, None)
+
+    def problems(self, position: int, *, what: str = "row") -> list[Problem]:
+        if not self._seen_rows:
+            return []
+        fields = list(self._fields)
+        shown = ", ".join(fields[:30]) + (", ..." if len(fields) > 30 else "")
+        return [Problem(self.task.id, position, field, f"field {path!r} is in no {what}; fields are: {shown or '(none)'}")
+                for field, paths in self._missing.items() for path in paths]
+
+
 def row_fields(rows: list[dict], limit: int = 30) -> list[str]:
     """The top-level field names of ``rows``, in order of first appearance (at most ``limit``)."""
     seen: dict[str, None] = {}

@@ -7,7 +7,9 @@ runner both read Items, so what you preview is what gets sent.
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -75,7 +77,36 @@ def suite_items(
     allow_private_hosts: bool = False,
 ) -> list[Item]:
     """Build the Items of one task: load rows, preprocess, add few-shot examples, render."""
-    from evalnb.data.loaders import load_rows
+    return list(iter_items(suite, task_id, limit, preprocess=preprocess, allow_private_hosts=allow_private_hosts))
+
+
+def streams_rows(task: "Task", preprocess: Preprocessor | None = None) -> bool:
+    """Whether `iter_items` reads the task's rows as it goes (else it loads them all first).
+
+    A preprocessor sees every row at once (it may drop, add or reorder rows), and own-dataset
+    ``random`` few-shot draws from every row: those tasks load their rows whole.
+    """
+    if preprocess is not None or task.preprocess is not None:
+        return False
+    fewshot = task.effective_fewshot
+    count = fewshot.count if fewshot else 0
+    return not count or fewshot.dataset is not None or fewshot.strategy == "first"
+
+
+def iter_items(
+    suite: "Suite",
+    task_id: str,
+    limit: int | None = None,
+    *,
+    preprocess: Preprocessor | None = None,
+    allow_private_hosts: bool = False,
+) -> Iterator[Item]:
+    """`suite_items` one Item at a time, in order (what a run uses: its memory stays flat).
+
+    When `streams_rows` says so the rows are parsed as they are read; a local JSONL/CSV file
+    of a million rows is then never in memory whole. The same Items as `suite_items`.
+    """
+    from evalnb.data.loaders import iter_rows, load_rows
 
     task = suite.task(task_id)
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
@@ -83,6 +114,7 @@ def suite_items(
     fewshot = task.effective_fewshot
     count = fewshot.count if fewshot else 0
     separate_pool = bool(fewshot and fewshot.dataset is not None)
+    streaming = streams_rows(task, preprocess)
 
     # Read no more rows than the items asked for need. A preprocessor (the task's, or one
     # passed in) may drop or add rows, so with one we read everything; own-dataset random
@@ -96,17 +128,20 @@ def suite_items(
         elif fewshot.strategy == "first":
             read_limit = limit + count + 1
 
-    rows = load_rows(
-        task.dataset,
-        base_dir=suite.base_dir,
-        task_id=task.id,
-        default_split="test",
-        allow_private_hosts=allow_private_hosts,
-        limit=read_limit,
-    )
-    rows = preprocess(task, rows)
-
-    pool: list[dict] = rows
+    source = dict(dataset=task.dataset, base_dir=suite.base_dir, task_id=task.id, default_split="test",
+                  allow_private_hosts=allow_private_hosts, limit=read_limit)
+    rows: Iterator[dict]
+    pool: list[dict]
+    if streaming:
+        rows = iter_rows(**source)
+        pool = []
+        if count and not separate_pool:
+            # "first" few-shot only ever picks among the first count + 1 rows (see _FewshotRenderer)
+            pool = list(itertools.islice(rows, count + 1))
+            rows = itertools.chain(pool, rows)
+    else:
+        loaded = preprocess(task, load_rows(**source))
+        rows, pool = iter(loaded), loaded
     if count and separate_pool:
         pool = load_rows(
             fewshot.dataset,
@@ -117,11 +152,10 @@ def suite_items(
         )
         pool = preprocess(task, pool)
 
-    evaluated = rows if limit is None else rows[:limit]
+    evaluated = rows if limit is None else itertools.islice(rows, limit)
     examples = _FewshotRenderer(task, pool) if count else None
     choices = list(task.choices) if task.choices is not None else None
     target_template = task.target_template or ""
-    items = []
     for index, row in enumerate(evaluated):
         question = render_template(task.prompt_template, row, choices)
         shots: tuple[FewshotExample, ...] = ()
@@ -132,18 +166,15 @@ def suite_items(
             if shots:
                 sep = fewshot.separator
                 prompt = sep.join(s.text for s in shots) + sep + question
-        items.append(
-            Item(
-                index=index,
-                row=row,
-                prompt=prompt,
-                target=render_template(target_template, row, choices),
-                choices=choices,
-                fewshot=shots,
-                question=question,
-            )
+        yield Item(
+            index=index,
+            row=row,
+            prompt=prompt,
+            target=render_template(target_template, row, choices),
+            choices=choices,
+            fewshot=shots,
+            question=question,
         )
-    return items
 
 
 class _FewshotRenderer:

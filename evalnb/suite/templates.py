@@ -45,14 +45,26 @@ def render_template(template: str, row: dict, choices: list[str] | None = None) 
     tokens = _tokens(template)
     _check_choices(choices)
     parts: list[str] = []
+    plain = type(row) is dict
     for token in tokens:
-        if isinstance(token, str):
+        if token.__class__ is str:
             parts.append(token)
-        else:
-            value = _lookup(token[1], row, choices)
-            if value is not _MISSING:
-                parts.append(_to_text(value))
+            continue
+        segments = token[1]
+        # the common case first: {{field}} naming a text value of a plain dict row (a run
+        # renders every row twice, so this is most of a big task's planning time)
+        if plain and len(segments) == 1 and segments[0] not in _SPECIAL:
+            value = row.get(segments[0], _MISSING)
+            if value.__class__ is str:
+                parts.append(value)
+                continue
+        value = _lookup(segments, row, choices)
+        if value is not _MISSING:
+            parts.append(_to_text(value))
     return "".join(parts)
+
+
+_SPECIAL = frozenset({"row", "choices", "choice_list"})  # names `_lookup` treats apart
 
 
 def render_spans(

@@ -71,6 +71,10 @@ class LocalModelServer:
     ``{"input_tokens": 100, "output_tokens": 20, "cached_input_tokens": 40}`` for every reply,
     or a callable ``usage(request_json, path)`` returning one (or None for the default:
     whitespace-separated words).
+    ``max_concurrency`` caps how many model calls are worked on at once, like a real deployment's
+    batch slots: further requests queue (their latency starts when a slot frees), so a
+    latency-bound server serves at most ``max_concurrency / latency`` calls a second however
+    hard it is pushed.
 
     >>> with LocalModelServer({"capital of France": "Paris"}) as server:
     ...     url = server.base_url          # "http://127.0.0.1:<port>/v1"
@@ -91,11 +95,17 @@ class LocalModelServer:
         port: int = 0,
         record: bool = True,
         echo_headers: Sequence[str] = (),
+        max_concurrency: int | None = None,
         usage: Mapping[str, int] | Callable[[dict, str], Mapping[str, int] | None] | None = None,
     ):
         if responder is not None and not callable(responder) and not isinstance(responder, Mapping):
             raise TypeError("responder must be a dict of prompt substring -> answer, or a callable")
         check_latency(latency, "latency")
+        if max_concurrency is not None and (isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int)
+                                            or max_concurrency < 1):
+            raise ValueError(f"max_concurrency must be a positive integer or None, got {max_concurrency!r}")
+        self.max_concurrency = max_concurrency
+        self._slots: asyncio.Semaphore | None = None
         if usage is not None and not callable(usage) and not isinstance(usage, Mapping):
             raise TypeError("usage must be a dict of token counts or a callable (request_json, path) -> dict")
         self.usage = usage
@@ -168,12 +178,19 @@ class LocalModelServer:
         """The most requests ever in flight at once: the client's real concurrency."""
         return self._max_in_flight
 
+    @property
+    def max_busy(self) -> int:
+        """The most model calls ever worked on at once (at most ``max_concurrency`` when set)."""
+        return self._max_busy
+
     def reset(self) -> None:
         """Forget recorded requests, in-flight peak and fault counters (the script restarts)."""
         self._requests: list[RecordedRequest] = []
         self._answered: list[float | None] = []  # per recorded request: when its reply went out
         self._in_flight = 0
         self._max_in_flight = 0
+        self._busy = 0
+        self._max_busy = 0
         self._served = 0
         self._by_path: dict[str, int] = {}
         self._rng = random.Random(self._seed)
@@ -238,6 +255,7 @@ class LocalModelServer:
 
     async def _main(self, ready: threading.Event) -> None:
         self._stopping = asyncio.Event()
+        self._slots = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
         tasks: set[asyncio.Task] = set()
 
         def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -343,7 +361,18 @@ class LocalModelServer:
         def normal() -> bytes | tuple[bytes, dict[str, str]]:
             return self._normal_reply(req.path, body, prompt, answer, fault, n)
 
-        return await self._finish(fault, normal, delay)
+        if self._slots is None or req.path not in _ANSWERED:
+            return await self._busy_finish(fault, normal, delay)
+        async with self._slots:  # a busy deployment: wait for a slot, then take the latency
+            return await self._busy_finish(fault, normal, delay)
+
+    async def _busy_finish(self, fault: Fault | None, normal: Callable[[], Any], delay: float) -> Any:
+        self._busy += 1
+        self._max_busy = max(self._max_busy, self._busy)
+        try:
+            return await self._finish(fault, normal, delay)
+        finally:
+            self._busy -= 1
 
     async def _finish(
         self, fault: Fault | None, normal: Callable[[], Any], delay: float

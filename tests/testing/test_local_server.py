@@ -271,6 +271,27 @@ def test_max_in_flight_counts_concurrent_requests():
         assert s.in_flight == 0
 
 
+def test_max_concurrency_queues_calls_like_a_deployment_with_few_slots():
+    async def main(url):
+        async with httpx.AsyncClient() as client:
+            start = time.perf_counter()
+            replies = await asyncio.gather(*(client.post(url, json={"model": "m", "input": str(i)})
+                                             for i in range(10)))
+            return time.perf_counter() - start, replies
+
+    with LocalModelServer(latency=0.1, max_concurrency=2) as s:
+        elapsed, replies = asyncio.run(main(f"{s.base_url}/responses"))
+        assert all(r.status_code == 200 for r in replies)
+        assert s.max_in_flight == 10  # all ten arrived together...
+        assert s.max_busy == 2  # ...but only two were worked on at once
+        assert elapsed >= 0.45  # five rounds of 0.1 s, not one
+    with LocalModelServer(latency=0.1) as s:  # no cap: every call is worked on at once
+        asyncio.run(main(f"{s.base_url}/responses"))
+        assert s.max_busy == 10
+    with pytest.raises(ValueError, match="max_concurrency"):
+        LocalModelServer(max_concurrency=0)
+
+
 # ---- lifecycle -----------------------------------------------------------------------------
 def test_works_inside_a_running_event_loop():
     async def main():

@@ -1,0 +1,203 @@
+"""Planning a run a stretch of items at a time: kept, copied, cached, or still to call.
+
+A task's items are walked twice, never held together (`suite.items.iter_items` streams a
+local JSONL/CSV file as it reads it):
+
+1. The survey, before any model call, decides for every (model, epoch) and item whether the
+   sample is already in this run (kept), can be copied whole from an identical earlier run,
+   is answered by the output cache, or needs a call — one byte per sample — and counts what
+   the progress panel shows. It asks the store one stretch (``CHUNK`` items) at a time.
+2. The work pass, epoch by epoch as before, walks the items again and hands out `Work`: the
+   cached outputs and the calls still to make, a stretch at a time.
+
+Deciding everything before the first call keeps the old semantics exactly: an output this run
+receives never answers another request of the same run, and the totals are known up front.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+CALL, KEEP, COPY, CACHED = 0, 1, 2, 3
+CHUNK = 1000  # items per stretch: a few store queries each
+
+
+@dataclass(slots=True)
+class Work:
+    """One sample to produce: call `model` with `item.prompt`, or take `output` from the cache."""
+
+    task_id: str
+    item: Any
+    model: Any
+    key: str
+    epoch: int
+    output: dict | None = None
+
+
+@dataclass
+class TaskSurvey:
+    """What the survey found for one task: items, and per model label the finished samples."""
+
+    n_items: int = 0
+    kept: dict[str, int] = field(default_factory=dict)
+    copied: dict[str, int] = field(default_factory=dict)
+    # copied samples' first metric, for the progress panel: label -> (sum, n)
+    copied_metric: dict[str, tuple[float, int]] = field(default_factory=dict)
+
+
+def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+class Planner:
+    """The survey and the work pass of one run (see the module docstring)."""
+
+    def __init__(self, plan: Any, store: Any, run_id: str, *, continuing: bool, previous: str | None) -> None:
+        from evalnb.store import request_key_function
+
+        self.plan, self.store, self.run_id = plan, store, run_id
+        self.previous = previous  # an identical completed run to copy graded samples from
+        self.continuing = continuing  # this run existed before: look for its own samples
+        self.has_own = continuing and store.has_completed(run_id)
+        self.cache_run = None if plan.reuse else run_id  # reuse=False: only the run's own answers
+        self.use_cache = plan.reuse or continuing
+        gen = plan.generation
+        self._keys = {m.label: request_key_function(m.name, m.base_url, m.api, gen) for m in plan.models}
+        self.decisions: dict[tuple[str, str, int], bytearray] = {}
+        self._labels = [m.label for m in plan.models]
+
+    def key(self, label: str, prompt: str, epoch: int) -> str:
+        from evalnb.store import epoch_request_key
+
+        key = self._keys[label](prompt)
+        return epoch_request_key(key, epoch) if epoch else key
+
+    # ---- 1. the survey ----------------------------------------------------------------------
+    def survey(self, task_id: str, items: Iterable[Any], *, per_sample: bool, metric: dict[str, str | None],
+               on_rows: Any = None) -> TaskSurvey:
+        """Decide every sample of one task (see the module docstring); nothing is written.
+
+        ``metric``: each model's progress metric (copied samples' scores feed its running mean);
+        ``on_rows(rows)`` sees each stretch's rows (the missing-field check).
+        """
+        result = TaskSurvey()
+        labels = [m.label for m in self.plan.models]
+        for label in labels:
+            result.kept[label] = result.copied[label] = 0
+            for epoch in range(self.plan.epochs):
+                self.decisions[(task_id, label, epoch)] = bytearray()
+        sums = {label: [0.0, 0] for label in labels}
+        for chunk in chunks(items):
+            if on_rows is not None:
+                on_rows([i.row for i in chunk])
+            self._survey_chunk(task_id, chunk, per_sample, result, metric, sums)
+            result.n_items += len(chunk)
+        result.copied_metric = {label: (s, n) for label, (s, n) in sums.items()}
+        return result
+
+    def _survey_chunk(self, task_id: str, chunk: list[Any], per_sample: bool, result: TaskSurvey,
+                      metric: dict[str, str | None], sums: dict[str, list]) -> None:
+        from evalnb.store import row_digest
+        from evalnb.store._codec import text_hash
+
+        plan = self.plan
+        first, last, n = chunk[0].index, chunk[-1].index, len(chunk)
+        epochs = range(plan.epochs)
+        dec = {(m.label, e): bytearray(n) for m in plan.models for e in epochs}
+        digests: list[bytes | None] = [None] * n
+
+        def row_hash(j: int) -> bytes:
+            d = digests[j]
+            if d is None:
+                d = digests[j] = row_digest(chunk[j].row)
+            return d
+
+        if self.has_own:  # samples this run finished before: kept if asked and graded the same way
+            for label, index, epoch, prompt_hash, target, row_hash_ in self.store.completed_range(
+                    self.run_id, task_id, self._labels, first, last):
+                d, j = dec.get((label, epoch)), index - first
+                if d is None or not 0 <= j < n:
+                    continue
+                item = chunk[j]
+                if prompt_hash == text_hash(item.prompt) and target == item.target and row_hash_ == row_hash(j):
+                    d[j] = KEEP
+                    result.kept[label] += 1
+        if self.previous is not None and per_sample and plan.reuse:
+            for label, index, epoch, key, target, row_hash_, scores in self.store.graded_range(
+                    self.previous, task_id, self._labels, first, last):
+                d, j = dec.get((label, epoch)), index - first
+                if d is None or not 0 <= j < n or d[j] != CALL:
+                    continue
+                item = chunk[j]
+                if key == self.key(label, item.prompt, epoch) and target == item.target and row_hash_ == row_hash(j):
+                    d[j] = COPY
+                    result.copied[label] += 1
+                    name = metric.get(label)
+                    value = (json.loads(scores) if scores else {}).get(name) if name else None
+                    if isinstance(value, (int, float)):
+                        sums[label][0] += float(value)
+                        sums[label][1] += 1
+        if self.use_cache:
+            wanted: dict[str, list[tuple[bytearray, int]]] = {}
+            for (label, epoch), d in dec.items():
+                for j in range(n):
+                    if d[j] == CALL:
+                        wanted.setdefault(self.key(label, chunk[j].prompt, epoch), []).append((d, j))
+            if wanted:
+                for key in self.store.cached_keys(wanted, run_id=self.cache_run):
+                    for d, j in wanted[key]:
+                        d[j] = CACHED
+        for (label, epoch), d in dec.items():
+            self.decisions[(task_id, label, epoch)].extend(d)
+
+    def copy_kept(self, writer: Any, task_id: str) -> None:
+        """Queue the copies the survey decided on, a statement per stretch of items."""
+        if self.previous is None:
+            return
+        for model in self.plan.models:
+            for epoch in range(self.plan.epochs):
+                d = self.decisions[(task_id, model.label, epoch)]
+                for start in range(0, len(d), CHUNK):
+                    part = d[start:start + CHUNK]
+                    if COPY in part:
+                        indexes = [start + j for j, code in enumerate(part) if code == COPY]
+                        writer.copy_samples(self.previous, task_id, model.label, epoch, indexes)
+
+    # ---- 2. the work pass -------------------------------------------------------------------
+    def has_work(self, task_id: str, epoch: int) -> bool:
+        """Whether any sample of (task, epoch) is still to produce (a call or a cached output)."""
+        for model in self.plan.models:
+            d = self.decisions.get((task_id, model.label, epoch))
+            if d is not None and d.count(KEEP) + d.count(COPY) < len(d):
+                return True
+        return False
+
+    def work(self, task_id: str, epoch: int, items: Iterable[Any]) -> Iterator[list[Work]]:
+        """The cached outputs and calls of one (task, epoch), a stretch of items at a time,
+        items in order and every model of an item together (as the run always asked)."""
+        models = self.plan.models
+        rows = [(m, self.decisions[(task_id, m.label, epoch)]) for m in models]
+        for chunk in chunks(items):
+            units: list[Work] = []
+            cached: list[Work] = []
+            for item in chunk:
+                i = item.index
+                for model, d in rows:
+                    code = d[i] if i < len(d) else CALL
+                    if code == CALL or code == CACHED:
+                        unit = Work(task_id, item, model, self.key(model.label, item.prompt, epoch), epoch)
+                        units.append(unit)
+                        if code == CACHED:
+                            cached.append(unit)
+            if cached:
+                found = self.store.lookup_outputs([u.key for u in cached], run_id=self.cache_run)
+                for unit in cached:
+                    unit.output = found.get(unit.key)  # gone since the survey (never, in practice): call
+            if units:
+                yield units
