@@ -87,15 +87,8 @@ def iter_rows(
         raise DatasetError(f"task {task_id!r}: limit must be a non-negative integer (found {limit!r})")
     kind = dataset_kind(dataset)
     if kind == "file":
-        file_id = _get(dataset, "file_id")
-        try:
-            path = files.path_for(file_id)
-            fmt = files.file_format(file_id, _get(dataset, "format"))
-            filename = files.info(file_id)["filename"]
-        except DatasetError as exc:
-            raise DatasetError(f"task {task_id!r}: {exc}") from None
-        return iter_file(path, fmt, source=f"task {task_id!r}: {filename} ({file_id})", limit=limit,
-                         hint=_UPLOAD_HINT)
+        path, fmt, source = _stored_file(dataset, task_id)
+        return iter_file(path, fmt, source=source, limit=limit, hint=_UPLOAD_HINT)
     if kind == "local":
         path, fmt, given, encoding = _local_file(dataset, base_dir, task_id)
         try:
@@ -134,7 +127,8 @@ def dataset_kind(dataset: Any) -> Kind:
     return "huggingface"
 
 
-def _load_file_store(dataset: Any, task_id: str, limit: int | None) -> list[dict]:
+def _stored_file(dataset: Any, task_id: str) -> tuple[Path, str, str]:
+    """(path, format, source for messages) of an uploaded dataset file."""
     file_id = _get(dataset, "file_id")
     try:
         path = files.path_for(file_id)
@@ -142,8 +136,12 @@ def _load_file_store(dataset: Any, task_id: str, limit: int | None) -> list[dict
         filename = files.info(file_id)["filename"]
     except DatasetError as exc:
         raise DatasetError(f"task {task_id!r}: {exc}") from None
-    return read_file(path, fmt, source=f"task {task_id!r}: {filename} ({file_id})", limit=limit,
-                     hint=_UPLOAD_HINT)
+    return path, fmt, f"task {task_id!r}: {filename} ({file_id})"
+
+
+def _load_file_store(dataset: Any, task_id: str, limit: int | None) -> list[dict]:
+    path, fmt, source = _stored_file(dataset, task_id)
+    return read_file(path, fmt, source=source, limit=limit, hint=_UPLOAD_HINT)
 
 
 def _load_local(dataset: Any, base_dir: Path | None, task_id: str, limit: int | None) -> list[dict]:

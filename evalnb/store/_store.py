@@ -316,43 +316,37 @@ class Store(RunRecords, GradeReuse):
         else still keeps its own answers). Keys are looked up in sorted order, 500 per query,
         so each query walks one narrow stretch of the index instead of jumping around the file.
         """
-        keys = sorted(set(request_keys))
         found: dict[str, dict[str, Any]] = {}
-        own = " AND run_id = ?" if run_id is not None else ""
-        with self._lock:
-            self._check_open()
-            for start in range(0, len(keys), _IN_CHUNK):
-                chunk = keys[start : start + _IN_CHUNK]
-                rows = self._conn.execute(
-                    "SELECT request_key, output_text, usage, response_id, latency_s, created_at, reply, run_id "
-                    f"FROM outputs WHERE request_key IN ({', '.join('?' * len(chunk))}){own}",
-                    [*chunk, run_id] if run_id is not None else chunk,
-                ).fetchall()
-                for key, text, usage, response_id, latency, created, reply, received_by in rows:
-                    found[key] = {
-                        "request_key": key, "output_text": text, "usage": from_json(usage),
-                        "response_id": response_id, "latency_s": latency, "created_at": created,
-                        "run_id": received_by,
-                    }
-                    if reply is not None:
-                        found[key]["reply"] = from_json(reply)
+        columns = "request_key, output_text, usage, response_id, latency_s, created_at, reply, run_id"
+        for key, text, usage, response_id, latency, created, reply, received_by in self._output_rows(
+                columns, request_keys, run_id):
+            found[key] = {
+                "request_key": key, "output_text": text, "usage": from_json(usage),
+                "response_id": response_id, "latency_s": latency, "created_at": created,
+                "run_id": received_by,
+            }
+            if reply is not None:
+                found[key]["reply"] = from_json(reply)
         return found
 
     def cached_keys(self, request_keys: Iterable[str], *, run_id: str | None = None) -> set[str]:
         """Which of `request_keys` have a cached output (`lookup_outputs` without reading the outputs)."""
+        return {row[0] for row in self._output_rows("request_key", request_keys, run_id)}
+
+    def _output_rows(self, columns: str, request_keys: Iterable[str], run_id: str | None) -> list[tuple]:
+        """`columns` of the cached outputs of `request_keys` (of `run_id`'s only, if given), 500 keys a query."""
         keys = sorted(set(request_keys))
-        found: set[str] = set()
         own = " AND run_id = ?" if run_id is not None else ""
+        rows: list[tuple] = []
         with self._lock:
             self._check_open()
             for start in range(0, len(keys), _IN_CHUNK):
                 chunk = keys[start : start + _IN_CHUNK]
-                rows = self._conn.execute(
-                    f"SELECT request_key FROM outputs WHERE request_key IN ({', '.join('?' * len(chunk))}){own}",
+                rows += self._conn.execute(
+                    f"SELECT {columns} FROM outputs WHERE request_key IN ({', '.join('?' * len(chunk))}){own}",
                     [*chunk, run_id] if run_id is not None else chunk,
                 ).fetchall()
-                found.update(r[0] for r in rows)
-        return found
+        return rows
 
     def put_outputs(self, outputs: Iterable[Mapping[str, Any]]) -> int:
         """Cache successful outputs (latest wins); entries with an `error` are skipped. Returns how many were stored."""
