@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-from evalnb.runner.executor import Unit
+from evalnb.runner.executor import Executor
 from evalnb.runner.run_context import RunContext
+from evalnb.runner.unit import Unit
 
 QUEUED_CALLS = 4000  # calls waiting for a generation worker before the planner pauses
 UNGRADED = 20_000  # samples generated but not yet graded before the planner pauses
@@ -84,30 +86,46 @@ class LocalExecutor:
         return True
 
 
+# Executors a stored run can name: type -> build one from its record (what `resume` runs with).
+# Another executor registers itself here (with a `record()` giving {"type": <its type>, ...}).
+EXECUTOR_TYPES: dict[str, Callable[[dict[str, Any]], Any]] = {}
+
+
+def _ray_from_record(record: dict[str, Any]) -> Any:
+    from evalnb.runner.ray_executor import RayExecutor
+
+    return RayExecutor.from_record(record)
+
+
+EXECUTOR_TYPES["ray"] = _ray_from_record
+
+
+def _is_executor(value: Any) -> bool:
+    return isinstance(value, Executor) and isinstance(getattr(value, "name", None), str)
+
+
 def make_executor(value: Any) -> Any:
-    """The executor object for `RunPlan.executor` ("local", "ray" or a `RayExecutor`)."""
+    """The executor object for `RunPlan.executor` ("local", "ray", or an `Executor` such as a `RayExecutor`)."""
     if value is None or value == "local":
         return LocalExecutor()
     if value == "ray":
         from evalnb.runner.ray_executor import RayExecutor
 
         return RayExecutor()
-    if getattr(value, "name", None) == "ray":
+    if _is_executor(value):
         return value
     raise ValueError(f"executor must be 'local', 'ray' or an evalnb.RayExecutor(...), got {value!r}")
 
 
 def check_executor(value: Any) -> Any:
-    """`make_plan`'s check: "local", "ray", a RayExecutor, or a stored description of one."""
+    """`make_plan`'s check: "local", "ray", an `Executor` object, or a stored description of one."""
     if value is None or value == "local":
         return "local"
     if value == "ray":
         return "ray"
-    if isinstance(value, dict) and value.get("type") == "ray":
-        from evalnb.runner.ray_executor import RayExecutor
-
-        return RayExecutor.from_record(value)
-    if getattr(value, "name", None) == "ray":
+    if isinstance(value, dict) and value.get("type") in EXECUTOR_TYPES:
+        return EXECUTOR_TYPES[value["type"]](value)
+    if _is_executor(value):
         return value
     raise ValueError(f"executor must be 'local', 'ray' or an evalnb.RayExecutor(...), got {value!r}")
 
@@ -116,4 +134,5 @@ def executor_record(value: Any) -> Any:
     """How a run's executor is stored with its options (JSON; what `resume` runs with again)."""
     if value in (None, "local", "ray"):
         return value or "local"
-    return value.record()
+    record = getattr(value, "record", None)
+    return record() if record is not None else {"type": value.name}

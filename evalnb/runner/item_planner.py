@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalnb.runner.executor import Unit
+from evalnb.runner.unit import Unit
 
 CALL, KEEP, COPY, CACHED = 0, 1, 2, 3
 CHUNK = 1000  # items per stretch: a few store queries each

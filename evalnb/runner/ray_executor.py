@@ -20,7 +20,7 @@ from collections import deque
 from typing import Any
 
 from evalnb.errors import EvalnbError
-from evalnb.runner.executor import Unit
+from evalnb.runner.unit import Unit
 from evalnb.runner.run_context import RunContext
 from evalnb.sample import Sample
 

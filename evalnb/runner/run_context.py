@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from evalnb.runner.executor import ModelRequest, Output, Unit
+from evalnb.runner.unit import ModelRequest, Output, Unit
 from evalnb.sample import Sample
 
 
