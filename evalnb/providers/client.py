@@ -28,7 +28,7 @@ from evalnb.providers.parse import (
     parse_responses,
     responses_output_text,
 )
-from evalnb.providers.pool import ClientPool
+from evalnb.providers.http_clients import ClientPool
 from evalnb.providers.responses_compat import chat_to_responses, responses_to_chat
 from evalnb.providers.retry import DEFAULT_BASE_S, DEFAULT_CAP_S, is_retryable_status, next_delay
 from evalnb.redaction import MIN_SECRET_LENGTH, REDACTED, redact
