@@ -179,6 +179,24 @@ def test_https_through_a_connect_tunnel_with_a_ca_bundle_from_ssl_cert_file(env,
             complete_all(base, ["ITEM-1"])
 
 
+def test_a_ca_directory_from_ssl_cert_dir(env, tls, tmp_path):
+    import shutil
+    import subprocess
+
+    bundle, server_ctx = tls
+    openssl = shutil.which("openssl")
+    assert openssl, "the openssl command names CA files by subject hash for SSL_CERT_DIR"
+    digest = subprocess.run([openssl, "x509", "-hash", "-noout", "-in", bundle],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    shutil.copy(bundle, tmp_path / f"{digest}.0")
+    with LocalModelServer(_answer, ssl=server_ctx) as server, ForwardProxy({NAME: server.port}) as proxy:
+        env.setenv("https_proxy", proxy.url)
+        env.delenv("SSL_CERT_FILE", raising=False)  # it would win over the directory, as in httpx
+        env.setenv("SSL_CERT_DIR", str(tmp_path))
+        assert complete_all(f"https://{NAME}:{server.port}/v1", ["ITEM-4"]) == ["4"]
+        assert proxy.seen == [f"CONNECT {NAME}:{server.port}"]
+
+
 def test_keep_alive_on_the_direct_path_reuses_connections(env):
     with LocalModelServer(_answer) as server:
         out = complete_all(server.base_url, [f"ITEM-{i}" for i in range(60)], concurrency=4)
