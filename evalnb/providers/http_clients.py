@@ -13,8 +13,8 @@ Two routes, and httpx decides which one a server gets:
   ``benchmarks/README.md`` ("One HTTP stack"). Whether a proxy applies is asked of the httpx
   client itself, so this route never bypasses a proxy httpx would use.
 
-With no ``*_proxy`` variable set (Linux; elsewhere the system settings are read), a run
-against local servers never imports httpx (~35 ms) or loads CA certificates.
+With no proxy variable set (Linux; elsewhere the system settings are read), a run against
+local servers never imports httpx (~35 ms) or loads CA certificates.
 """
 
 from __future__ import annotations
@@ -125,9 +125,13 @@ def _origin(base_url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")  # the ones httpx uses, any case
+
+
 def _proxies_possible() -> bool:
-    """False only when httpx is sure to find no proxy: on Linux, no non-empty ``*_proxy``
-    variable (what ``urllib.request.getproxies``, which httpx reads, looks at there)."""
+    """False only when httpx is sure to find no proxy: on Linux, none of ``HTTP_PROXY``,
+    ``HTTPS_PROXY``, ``ALL_PROXY`` (any case) has a value (``urllib.request.getproxies``, which
+    httpx reads, looks only at the environment there). Otherwise httpx's client decides."""
     if sys.platform in ("darwin", "win32"):  # system proxy settings: let httpx read them
         return True
-    return any(value and name[-6:].lower() == "_proxy" for name, value in os.environ.items())
+    return any(value and name.lower() in _PROXY_VARIABLES for name, value in os.environ.items())

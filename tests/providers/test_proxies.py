@@ -208,3 +208,30 @@ def _answer(body: dict) -> str:
     from helpers.runner_kit import responder
 
     return responder({**body, "model": "good"})
+
+
+@pytest.mark.parametrize("settings, httpx_loaded", [
+    ({"NO_PROXY": "localhost", "ftp_proxy": "http://127.0.0.1:9"}, False),  # none httpx would use
+    ({"HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1"}, True),  # httpx's client decides
+])
+def test_httpx_loads_only_when_a_proxy_setting_could_apply(env, tmp_path, settings, httpx_loaded):
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, sys\n"
+        "from evalnb.providers import Model, ModelClient\n"
+        "from evalnb.testing import LocalModelServer\n"
+        "async def main(url):\n"
+        "    async with ModelClient(Model('m', base_url=url, api='chat')) as c:\n"
+        "        out = (await c.complete('q')).text\n"
+        "        return out, 'httpx' in sys.modules, c.pool.raw_route(url) is not None\n"
+        "with LocalModelServer() as s:\n"
+        "    print(*asyncio.run(main(s.base_url)))\n"
+    )
+    child_env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**child_env, **settings, "EVALNB_HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["42", str(httpx_loaded), "True"]  # direct either way
