@@ -166,11 +166,16 @@ class RunEngine(GradingPipeline):
         # no key variables: resume() rebuilds the models from this
         # a name given now labels the run, also one this run continues
         named = {} if plan.name is None else {"name": plan.name}
-        store.update_run(self.run_id, summary={
+        summary = {
             "base_dir": base_dir,
             "models": [model_record(m) for m in plan.models],
             "options": plan.stored_options(),
-        }, **named)
+        }
+        if self._continuing:  # provider batches an earlier attempt started (runner.batch_executor)
+            batches = (store.get_run(self.run_id).get("summary") or {}).get("batches")
+            if batches:
+                summary["batches"] = batches
+        store.update_run(self.run_id, summary=summary, **named)
         self.progress.run_id = self.run_id
 
     def _budget_message(self) -> str:

@@ -3,7 +3,8 @@
 The engine plans the run, owns the store and hands its work to an executor a stretch at a
 time (`submit`); an executor must not run ahead of the store by more than a bounded amount
 (back-pressure), and finishes with `drain`. `LocalExecutor` is the asyncio pipeline evalnb
-always had; `evalnb.RayExecutor` (`runner.ray_executor`) shards the same work over Ray.
+always had; `evalnb.RayExecutor` (`runner.ray_executor`) shards the same work over Ray;
+`evalnb.BatchExecutor` (`runner.batch_executor`) sends it through the provider's Batch API.
 """
 
 from __future__ import annotations
@@ -77,36 +78,47 @@ class LocalExecutor:
         return True
 
 
+EXECUTORS = "'local', 'ray', 'batch', an evalnb.RayExecutor(...) or an evalnb.BatchExecutor(...)"
+
+
 def make_executor(value: Any) -> Any:
-    """The executor object for `RunPlan.executor` ("local", "ray" or a `RayExecutor`)."""
+    """The executor object for `RunPlan.executor` ("local", "ray", "batch" or an executor)."""
     if value is None or value == "local":
         return LocalExecutor()
     if value == "ray":
         from evalnb.runner.ray_executor import RayExecutor
 
         return RayExecutor()
-    if getattr(value, "name", None) == "ray":
+    if value == "batch":
+        from evalnb.runner.batch_executor import BatchExecutor
+
+        return BatchExecutor()
+    if getattr(value, "name", None) in ("ray", "batch"):
         return value
-    raise ValueError(f"executor must be 'local', 'ray' or an evalnb.RayExecutor(...), got {value!r}")
+    raise ValueError(f"executor must be {EXECUTORS}, got {value!r}")
 
 
 def check_executor(value: Any) -> Any:
-    """`make_plan`'s check: "local", "ray", a RayExecutor, or a stored description of one."""
+    """`make_plan`'s check: a name, an executor, or a stored description of one."""
     if value is None or value == "local":
         return "local"
-    if value == "ray":
-        return "ray"
+    if value in ("ray", "batch"):
+        return value
     if isinstance(value, dict) and value.get("type") == "ray":
         from evalnb.runner.ray_executor import RayExecutor
 
         return RayExecutor.from_record(value)
-    if getattr(value, "name", None) == "ray":
+    if isinstance(value, dict) and value.get("type") == "batch":
+        from evalnb.runner.batch_executor import BatchExecutor
+
+        return BatchExecutor.from_record(value)
+    if getattr(value, "name", None) in ("ray", "batch"):
         return value
-    raise ValueError(f"executor must be 'local', 'ray' or an evalnb.RayExecutor(...), got {value!r}")
+    raise ValueError(f"executor must be {EXECUTORS}, got {value!r}")
 
 
 def executor_record(value: Any) -> Any:
     """How a run's executor is stored with its options (JSON; what `resume` runs with again)."""
-    if value in (None, "local", "ray"):
+    if value in (None, "local", "ray", "batch"):
         return value or "local"
     return value.record()

@@ -1,0 +1,391 @@
+"""`BatchExecutor`: a run's candidate calls sent through the provider's Batch API.
+
+The engine plans the run as always and hands its calls here (`submit`); they are written as
+JSONL (one line per sample, ``custom_id`` the sample's key, the body exactly the live call's
+body), cut at the provider's limits, uploaded and made into batches, one model per batch.
+Each batch's id is stored with the run (the run record's ``summary["batches"]``) *before*
+anything waits on it, so a closed laptop, a kernel restart or a SIGKILL loses nothing: the
+next attempt (`evalnb.resume` or the same run again) reads the stored batches, downloads their
+input files, and every sample whose request is already in one waits for that batch instead of
+being uploaded again.
+
+While batches run, `drain` polls them (quick at first, then every ``poll_interval``); the
+progress line shows each model's batches and request counts. A finished batch's answers
+become samples at once (extracted and graded as usual; judges stay live calls). Requests the
+provider reports as expired, cancelled before they ran, rate-limited or failed by a 5xx are
+tried again: in a follow-up batch (``retry_failed="batch"``) or as live calls
+(``retry_failed="live"``), at most ``max_retries`` times. A batch that fails as a whole fails
+its samples with the provider's message; other per-request errors fail their sample as a
+live call's error would. Costs use the model's batch price (`pricing.batch_price`).
+
+Engine hooks used (those of `executors.LocalExecutor`): ``progress``, ``budget``, ``writer``,
+``store``, ``run_id``, ``plan``, ``_finish_generation``, ``_record``, ``_sample``,
+``_generation_worker`` (live retries).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalnb.errors import ProviderError
+from evalnb.providers.batch_api import (
+    MAX_BYTES,
+    MAX_REQUESTS,
+    TERMINAL,
+    BatchAPI,
+    Outcome,
+    poll_delays,
+    request_line,
+    split,
+)
+from evalnb.providers.pricing import batch_price, call_cost, estimate_tokens, worst_case_cost
+
+POLL_ENV = "EVALNB_BATCH_POLL_S"
+DEFAULT_POLL_S = 30.0
+RETRY_MODES = ("batch", "live")
+SUMMARY_KEY = "batches"  # where the run record keeps its batches
+
+
+@dataclass
+class _Batch:
+    """One provider batch of this run: its stored record, and the samples waiting on it."""
+
+    record: dict[str, Any]
+    members: dict[str, Any] = field(default_factory=dict)  # custom_id -> Work
+    resend_missing: bool = False  # cancelled by evalnb.cancel before this attempt: unanswered go again
+
+    @property
+    def id(self) -> str:
+        return self.record["id"]
+
+
+class BatchExecutor:
+    """Run through the provider's Batch API: ``evalnb.run(suite, models, executor="batch")``.
+
+    ``poll_interval``: the longest wait between looks at running batches, in seconds (default
+    ``EVALNB_BATCH_POLL_S``, else 30; the first looks come sooner); ``max_requests_per_batch``
+    and ``max_bytes_per_file``: where to cut (default OpenAI's 50,000 requests and 200 MB);
+    ``retry_failed``: ``"batch"`` (a follow-up batch) or ``"live"`` (ordinary calls) for
+    requests the provider could not answer (expired, 429, 5xx); ``max_retries``: how often.
+    """
+
+    name = "batch"
+
+    def __init__(self, poll_interval: float | None = None, *, max_requests_per_batch: int = MAX_REQUESTS,
+                 max_bytes_per_file: int = MAX_BYTES, retry_failed: str = "batch", max_retries: int = 2) -> None:
+        if poll_interval is None:
+            raw = os.environ.get(POLL_ENV)
+            try:
+                poll_interval = float(raw) if raw else DEFAULT_POLL_S
+            except ValueError:
+                raise ValueError(f"{POLL_ENV} must be a number of seconds, got {raw!r}") from None
+        if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)) or not poll_interval > 0:
+            raise ValueError(f"BatchExecutor poll_interval must be seconds > 0, got {poll_interval!r}")
+        for what, value in (("max_requests_per_batch", max_requests_per_batch),
+                            ("max_bytes_per_file", max_bytes_per_file)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"BatchExecutor {what} must be an integer >= 1, got {value!r}")
+        if retry_failed not in RETRY_MODES:
+            raise ValueError(f"BatchExecutor retry_failed must be 'batch' or 'live', got {retry_failed!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"BatchExecutor max_retries must be an integer >= 0, got {max_retries!r}")
+        self.poll_interval = float(poll_interval)
+        self.max_requests_per_batch = max_requests_per_batch
+        self.max_bytes_per_file = max_bytes_per_file
+        self.retry_failed = retry_failed
+        self.max_retries = max_retries
+        self.uploaded = 0  # batches this executor created (not counting ones picked up again)
+
+    def __repr__(self) -> str:
+        opts = {k: v for k, v in self.record().items() if k != "type"}
+        return f"BatchExecutor({', '.join(f'{k}={v!r}' for k, v in opts.items())})"
+
+    def record(self) -> dict[str, Any]:
+        """The options as JSON (stored with the run; `resume` starts a BatchExecutor like it)."""
+        return {"type": "batch", "poll_interval": self.poll_interval,
+                "max_requests_per_batch": self.max_requests_per_batch,
+                "max_bytes_per_file": self.max_bytes_per_file, "retry_failed": self.retry_failed,
+                "max_retries": self.max_retries}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> BatchExecutor:
+        return cls(record.get("poll_interval"),
+                   max_requests_per_batch=record.get("max_requests_per_batch") or MAX_REQUESTS,
+                   max_bytes_per_file=record.get("max_bytes_per_file") or MAX_BYTES,
+                   retry_failed=record.get("retry_failed") or "batch",
+                   max_retries=record.get("max_retries") if record.get("max_retries") is not None else 2)
+
+    # ---- the executor interface ---------------------------------------------------------------
+    async def start(self, engine: Any) -> None:
+        self.engine = engine
+        plan = engine.plan
+        self.gen = plan.generation
+        self.models = {m.label: m for m in plan.models}
+        self.apis = {label: BatchAPI(m) for label, m in self.models.items()}
+        self.prices = {label: batch_price(m.price) for label, m in self.models.items()}
+        self.batches: dict[str, _Batch] = {}
+        self.buffers: dict[str, list[tuple[str, bytes, Any]]] = {label: [] for label in self.models}
+        self.buffer_bytes = dict.fromkeys(self.models, 0)
+        self.known: dict[str, tuple[str, bytes]] = {}  # custom_id -> (stored batch id, its request line)
+        self.attempts: dict[str, int] = {}  # custom_id -> retries so far
+        self.reserved: dict[str, float] = {}  # custom_id -> budget reservation
+        self.live: deque[Any] = deque()  # retries to make as live calls
+        await self._pick_up_stored()
+
+    async def submit(self, units: list[Any]) -> None:
+        engine = self.engine
+        for unit in units:
+            if unit.output is not None:
+                engine.progress.model(unit.model.label).reused += 1
+                engine._finish_generation(unit, unit.output, reused=True)
+                continue
+            cid = sample_key(unit)
+            line = request_line(unit.model, cid, unit.item.prompt, self.gen)
+            stored = self.known.get(cid)
+            if stored is not None and stored[1] == line and stored[0] in self.batches:
+                self.batches[stored[0]].members[cid] = unit  # already asked: wait for that batch
+                continue
+            if not self._reserve(cid, unit):
+                continue  # the budget has no room: not sent (a later attempt of the run does it)
+            label = unit.model.label
+            self.buffers[label].append((cid, line, unit))
+            self.buffer_bytes[label] += len(line)
+            if (len(self.buffers[label]) >= self.max_requests_per_batch
+                    or self.buffer_bytes[label] >= self.max_bytes_per_file):
+                await self._flush(label)
+        self._show()
+
+    async def drain(self) -> None:
+        for label in self.models:
+            await self._flush(label)
+        delays = poll_delays(self.poll_interval)
+        while True:
+            waiting = [b for b in self.batches.values() if b.members]
+            if not waiting and not self.live:
+                break
+            for batch in waiting:
+                await self._look(batch)
+            if self.live:
+                await self._run_live()
+                continue
+            for label in self.models:
+                await self._flush(label)  # follow-up batches of retried requests
+            self._show()
+            if any(b.members for b in self.batches.values()):
+                await asyncio.sleep(next(delays))
+        self._show()
+
+    async def close(self) -> None:
+        """The provider's batches keep running (an interrupted run picks them up again)."""
+        for api in getattr(self, "apis", {}).values():
+            try:
+                await api.aclose()
+            except Exception:  # noqa: BLE001 - closing after an interrupt must not raise
+                pass
+
+    # ---- uploading ----------------------------------------------------------------------------
+    async def _flush(self, label: str) -> None:
+        pending = self.buffers[label]
+        if not pending:
+            return
+        self.buffers[label], self.buffer_bytes[label] = [], 0
+        units = {cid: unit for cid, _, unit in pending}
+        api = self.apis[label]
+        for part in split(((cid, line) for cid, line, _ in pending), max_requests=self.max_requests_per_batch,
+                          max_bytes=self.max_bytes_per_file):
+            data = b"".join(line for _, line in part)
+            try:
+                created = await api.submit(data, metadata={"evalnb_run": self.engine.run_id, "model": label})
+            except ProviderError as exc:
+                for cid, _ in part:
+                    self._fail(units[cid], str(exc), exc.status)
+                continue
+            self.uploaded += 1
+            record = {"id": created["id"], "model": label, "input_file_id": created.get("input_file_id"),
+                      "status": created.get("status"), "requests": len(part), "done": False,
+                      "created_at": time.time()}
+            batch = self.batches[record["id"]] = _Batch(record, {cid: units[cid] for cid, _ in part})
+            for cid, line in part:
+                self.known[cid] = (batch.id, line)
+            self._save()  # stored before anything waits on it
+
+    def _reserve(self, cid: str, unit: Any) -> bool:
+        budget = self.engine.budget
+        if budget.limit is None:
+            return True
+        price = self.prices[unit.model.label]
+        worst = 0.0
+        if price is not None:
+            gen = self.gen
+            extra = estimate_tokens(gen.get("instructions")) if isinstance(gen.get("instructions"), str) else 0
+            worst = worst_case_cost(estimate_tokens(unit.item.prompt) + extra, gen.get("max_output_tokens"), price)
+        if not budget.try_reserve(worst):
+            return False
+        self.reserved[cid] = worst
+        return True
+
+    # ---- waiting and collecting ---------------------------------------------------------------
+    async def _look(self, batch: _Batch) -> None:
+        api = self.apis[batch.record["model"]]
+        try:
+            seen = await api.retrieve(batch.id)
+        except ProviderError as exc:
+            if exc.retryable:
+                return  # look again later
+            self._fail_batch(batch, f"batch {batch.id}: {exc}", exc.status)
+            return
+        batch.record["status"] = seen.get("status")
+        batch.record["counts"] = seen.get("request_counts") or {}
+        if seen.get("status") not in TERMINAL:
+            return
+        status = seen["status"]
+        if status == "failed":
+            errors = ((seen.get("errors") or {}).get("data") or [])
+            said = "; ".join(str(e.get("message")) for e in errors if isinstance(e, dict) and e.get("message"))
+            self._fail_batch(batch, f"batch {batch.id} failed: {said or 'no message from the provider'}", None)
+            return
+        try:
+            outcomes = await api.outcomes(seen)
+        except ProviderError as exc:
+            if exc.retryable:
+                return
+            self._fail_batch(batch, f"batch {batch.id}: could not read its results: {exc}", exc.status)
+            return
+        created = batch.record.get("created_at")
+        for cid, unit in list(batch.members.items()):
+            outcome = outcomes.get(cid)
+            if outcome is None:
+                why = "was cancelled before this request was answered" if status == "cancelled" else \
+                    f"ended ({status}) without an answer for this request"
+                # cancelled while this attempt waited: the user wants it stopped; cancelled before
+                # this attempt (a resume after evalnb.cancel): send the rest again
+                again = status != "cancelled" or batch.resend_missing
+                outcome = Outcome(cid, error=f"batch {batch.id} {why}", retryable=again)
+            self._settle(cid, unit, outcome, created)
+        batch.members.clear()
+        batch.record["done"] = True
+        self._save()
+
+    def _settle(self, cid: str, unit: Any, outcome: Outcome, created: float | None) -> None:
+        engine = self.engine
+        label = unit.model.label
+        mp = engine.progress.model(label)
+        worst = self.reserved.pop(cid, None)
+        if outcome.reply is None:
+            if worst is not None:
+                engine.budget.settle(worst, None)
+            if outcome.retryable and self.attempts.get(cid, 0) < self.max_retries:
+                self.attempts[cid] = self.attempts.get(cid, 0) + 1
+                mp.retries += 1
+                if self.retry_failed == "live":
+                    self.live.append(unit)
+                else:
+                    line = request_line(unit.model, cid, unit.item.prompt, self.gen)
+                    if self._reserve(cid, unit):
+                        self.buffers[label].append((cid, line, unit))
+                        self.buffer_bytes[label] += len(line)
+                return
+            self._fail(unit, outcome.error or "no answer", outcome.status)
+            return
+        reply = outcome.reply
+        cost = call_cost(reply.usage, self.prices[label])
+        if worst is not None:
+            engine.budget.settle(worst, cost)
+        else:
+            engine.budget.add(cost)
+        mp.cost_usd += cost or 0.0
+        output = {"request_key": unit.key, "output_text": reply.text, "usage": reply.usage,
+                  "response_id": reply.response_id,
+                  "latency_s": time.time() - created if created else None, "cost_usd": cost}
+        engine.writer.put_outputs([output])
+        engine._finish_generation(unit, output, reused=False)
+
+    def _fail(self, unit: Any, message: str, status: int | None) -> None:
+        engine = self.engine
+        error = {"stage": "generation", "message": message, "status": status}
+        engine._record(unit.task_id, unit.model.label,
+                       engine._sample(unit.task_id, unit.item, unit.model, unit.epoch, None), error=error)
+
+    def _fail_batch(self, batch: _Batch, message: str, status: int | None) -> None:
+        for cid, unit in batch.members.items():
+            worst = self.reserved.pop(cid, None)
+            if worst is not None:
+                self.engine.budget.settle(worst, None)
+            self._fail(unit, message, status)
+        batch.members.clear()
+        batch.record["done"] = True
+        batch.record["error"] = message
+        self._save()
+
+    async def _run_live(self) -> None:
+        """Retries as ordinary calls, through the engine's own generation workers."""
+        calls, self.live = self.live, deque()
+
+        async def no_more() -> bool:
+            return False
+
+        workers = max(1, min(self.engine.plan.concurrency, len(calls)))
+        await asyncio.gather(*(self.engine._generation_worker(calls, no_more) for _ in range(workers)))
+
+    # ---- the run record -----------------------------------------------------------------------
+    async def _pick_up_stored(self) -> None:
+        """Batches an earlier attempt of this run created and did not finish: wait for them."""
+        for record in stored_batches(self.engine.store, self.engine.run_id):
+            if record.get("done") or record.get("model") not in self.models:
+                self.batches.setdefault(record["id"], _Batch(record))
+                continue
+            api = self.apis[record["model"]]
+            try:
+                seen = await api.retrieve(record["id"])
+                lines = await api.input_lines(seen)
+            except ProviderError:
+                record["done"], record["error"] = True, "could not be read again"
+                self.batches[record["id"]] = _Batch(record)
+                continue
+            self.batches[record["id"]] = _Batch(record, resend_missing=bool(record.get("cancel_requested")))
+            for cid, line in lines.items():
+                self.known[cid] = (record["id"], line)
+
+    def _save(self) -> None:
+        save_batches(self.engine.store, self.engine.run_id, [b.record for b in self.batches.values()])
+
+    def _show(self) -> None:
+        progress = self.engine.progress
+        for label in self.models:
+            mine = [b for b in self.batches.values() if b.record.get("model") == label and b.members]
+            if not mine:
+                progress.model(label).batch = ""
+                continue
+            statuses: dict[str, int] = {}
+            total = done = failed = 0
+            for b in mine:
+                statuses[b.record.get("status") or "?"] = statuses.get(b.record.get("status") or "?", 0) + 1
+                counts = b.record.get("counts") or {}
+                total += int(counts.get("total") or b.record.get("requests") or 0)
+                done += int(counts.get("completed") or 0)
+                failed += int(counts.get("failed") or 0)
+            what = ", ".join(f"{n} {s}" for s, n in statuses.items())
+            progress.model(label).batch = (f"batch {what}: {done}/{total} answered"
+                                           + (f", {failed} failed" if failed else ""))
+
+
+def sample_key(unit: Any) -> str:
+    """The custom_id of a sample's request: task, model, item and epoch (unique in a run)."""
+    return f"{unit.task_id}|{unit.model.label}|{unit.item.index}|{unit.epoch}"
+
+
+def stored_batches(store: Any, run_id: str) -> list[dict[str, Any]]:
+    """The provider batches a run has created (its record's ``summary["batches"]``)."""
+    summary = store.get_run(run_id).get("summary") or {}
+    return [dict(b) for b in summary.get(SUMMARY_KEY) or [] if isinstance(b, dict) and b.get("id")]
+
+
+def save_batches(store: Any, run_id: str, records: list[dict[str, Any]]) -> None:
+    summary = dict(store.get_run(run_id).get("summary") or {})
+    summary[SUMMARY_KEY] = records
+    store.update_run(run_id, summary=summary)
