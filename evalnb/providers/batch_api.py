@@ -171,6 +171,26 @@ class BatchAPI:
         """Ask the provider to cancel (status ``cancelling``, then ``cancelled``)."""
         return await self._json("POST", f"/batches/{batch_id}/cancel")
 
+    async def recent(self, since: float, *, max_pages: int = 10) -> list[dict[str, Any]]:
+        """Batches created at or after `since` (Unix time), newest first (``GET /batches``,
+        100 a page, at most `max_pages` pages)."""
+        found: list[dict[str, Any]] = []
+        after = None
+        for _ in range(max_pages):
+            params: dict[str, Any] = {"limit": 100}
+            if after:
+                params["after"] = after
+            page = await self._json("GET", "/batches", params=params)
+            data = [b for b in page.get("data") or [] if isinstance(b, dict) and b.get("id")]
+            for batch in data:
+                if (batch.get("created_at") or 0) < since:
+                    return found
+                found.append(batch)
+            if not page.get("has_more") or not data:
+                break
+            after = data[-1]["id"]
+        return found
+
     async def content(self, file_id: str) -> bytes:
         """A file's bytes (``GET /files/{id}/content``)."""
         resp = await self._request("GET", f"/files/{file_id}/content")

@@ -120,6 +120,10 @@ class BatchExecutor:
                    retry_failed=record.get("retry_failed") or "batch",
                    max_retries=record.get("max_retries") if record.get("max_retries") is not None else 2)
 
+    def call_price(self, model: Any) -> dict[str, float] | None:
+        """What one of this run's calls to `model` costs (its batch price)."""
+        return batch_price(model.price)
+
     # ---- the executor interface ---------------------------------------------------------------
     async def start(self, engine: Any) -> None:
         self.engine = engine
@@ -135,6 +139,7 @@ class BatchExecutor:
         self.attempts: dict[str, int] = {}  # custom_id -> retries so far
         self.reserved: dict[str, float] = {}  # custom_id -> budget reservation
         self.live: deque[Any] = deque()  # retries to make as live calls
+        self.touched: set[str] = set()  # batches this attempt sent or waits for (the progress line's)
         await self._pick_up_stored()
 
     async def submit(self, units: list[Any]) -> None:
@@ -149,6 +154,7 @@ class BatchExecutor:
             stored = self.known.get(cid)
             if stored is not None and stored[1] == line and stored[0] in self.batches:
                 self.batches[stored[0]].members[cid] = unit  # already asked: wait for that batch
+                self.touched.add(stored[0])
                 continue
             if not self._reserve(cid, unit):
                 continue  # the budget has no room: not sent (a later attempt of the run does it)
@@ -210,6 +216,7 @@ class BatchExecutor:
                       "status": created.get("status"), "requests": len(part), "done": False,
                       "created_at": time.time()}
             batch = self.batches[record["id"]] = _Batch(record, {cid: units[cid] for cid, _ in part})
+            self.touched.add(batch.id)
             for cid, line in part:
                 self.known[cid] = (batch.id, line)
             self._save()  # stored before anything waits on it
@@ -335,7 +342,10 @@ class BatchExecutor:
     # ---- the run record -----------------------------------------------------------------------
     async def _pick_up_stored(self) -> None:
         """Batches an earlier attempt of this run created and did not finish: wait for them."""
-        for record in stored_batches(self.engine.store, self.engine.run_id):
+        records = stored_batches(self.engine.store, self.engine.run_id)
+        if self.engine._continuing:
+            records += await self._unrecorded({r["id"] for r in records})
+        for record in records:
             if record.get("done") or record.get("model") not in self.models:
                 self.batches.setdefault(record["id"], _Batch(record))
                 continue
@@ -351,15 +361,43 @@ class BatchExecutor:
             for cid, line in lines.items():
                 self.known[cid] = (record["id"], line)
 
+    async def _unrecorded(self, known: set[str]) -> list[dict[str, Any]]:
+        """Batches of this run the provider has but the run record does not: an attempt that
+        died between creating a batch and storing its id. Found by the ``evalnb_run`` metadata
+        every batch is created with, among the batches created since the run began."""
+        run = self.engine.store.get_run(self.engine.run_id)
+        since = float(run.get("created_at") or 0) - 60
+        found: list[dict[str, Any]] = []
+        seen_servers: set[str] = set()
+        for label, api in self.apis.items():
+            server = str(self.models[label].base_url)
+            if server in seen_servers:
+                continue
+            seen_servers.add(server)
+            try:
+                recent = await api.recent(since)
+            except ProviderError:
+                continue  # a server without the listing: only the stored ids are picked up
+            for batch in recent:
+                meta = batch.get("metadata") or {}
+                if meta.get("evalnb_run") != self.engine.run_id or batch["id"] in known:
+                    continue
+                if meta.get("model") not in self.models:
+                    continue
+                found.append({"id": batch["id"], "model": meta["model"], "input_file_id": batch.get("input_file_id"),
+                              "status": batch.get("status"), "requests": (batch.get("request_counts") or {}).get(
+                                  "total"), "done": False, "created_at": batch.get("created_at")})
+                known.add(batch["id"])
+        return found
+
     def _save(self) -> None:
         save_batches(self.engine.store, self.engine.run_id, [b.record for b in self.batches.values()])
 
     def _show(self) -> None:
         progress = self.engine.progress
         for label in self.models:
-            mine = [b for b in self.batches.values() if b.record.get("model") == label and b.members]
+            mine = [b for b in self.batches.values() if b.record.get("model") == label and b.id in self.touched]
             if not mine:
-                progress.model(label).batch = ""
                 continue
             statuses: dict[str, int] = {}
             total = done = failed = 0

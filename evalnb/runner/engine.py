@@ -559,7 +559,9 @@ class RunEngine(GradingPipeline):
         elif output.get("run_id") == self.run_id:  # its answer reached the store, its sample did not
             from evalnb.providers.pricing import call_cost
 
-            sample["cached"], sample["cost_usd"] = False, call_cost(output.get("usage"), unit.model.price)
+            price_of = getattr(self.executor, "call_price", None)  # a batch run pays its batch price
+            price = price_of(unit.model) if price_of is not None else unit.model.price
+            sample["cached"], sample["cost_usd"] = False, call_cost(output.get("usage"), price)
         else:
             sample["cached"], sample["cost_usd"] = True, 0.0
 
