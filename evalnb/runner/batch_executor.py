@@ -156,6 +156,10 @@ class BatchExecutor:
                 self.batches[stored[0]].members[cid] = unit  # already asked: wait for that batch
                 self.touched.add(stored[0])
                 continue
+            if len(line) > self.max_bytes_per_file:
+                self._fail(unit, f"the request is {len(line)} bytes, over the batch file limit of "
+                                 f"{self.max_bytes_per_file} bytes (max_bytes_per_file)", None)
+                continue
             if not self._reserve(cid, unit):
                 continue  # the budget has no room: not sent (a later attempt of the run does it)
             label = unit.model.label

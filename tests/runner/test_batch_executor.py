@@ -254,3 +254,87 @@ def test_cancel_stops_the_providers_batches_and_resume_sends_the_rest(tmp_path, 
     assert server.uploads == 2 * 6
     again = evalnb.cancel(run_id)
     assert len(again) == 12 and {s["status"] for s in again} == {"cancelled", "completed"}  # nothing left
+
+
+def test_a_request_over_the_file_limit_fails_its_sample_alone(tmp_path, model_server):
+    server = model_server()
+    folder = tmp_path / "data"
+    data = rows(4)
+    data[2]["q"] = "ITEM-2: " + "long " * 200
+    path = folder / "suite.json"
+    path.write_text(json.dumps(manifest(folder, {"t": data})), encoding="utf-8")
+    result = evalnb.run(evalnb.Suite.from_file(path), _models(server.base_url)[:1], generation=GEN, progress=False,
+                        executor=BatchExecutor(max_bytes_per_file=600, **FAST))
+    samples = result.samples.set_index("sample_index")
+    assert samples.loc[2, "status"] == "failed" and "over the batch file limit of 600 bytes" in samples.loc[2, "error"]
+    assert (samples.drop(index=2)["status"] == "completed").all() and server.batched_requests == 3
+
+
+def test_retries_stop_after_max_retries(tmp_path, model_server):
+    server = model_server(faults=[Fault(status=503, match="ITEM-1:")])
+    suite = evalnb.Suite.from_file(_suite(tmp_path))
+    result = evalnb.run(suite, _models(server.base_url)[:1], generation=GEN, progress=False, task_ids=["t"],
+                        executor=BatchExecutor(max_retries=2, **FAST))
+    assert [b["request_counts"]["total"] for b in server.batches.values()] == [N_ITEMS, 1, 1]
+    failed = result.samples[result.samples["status"] == "failed"]
+    assert failed["sample_index"].tolist() == [1] and "HTTP 503" in failed["error"].iloc[0]
+
+
+def test_the_progress_line_shows_batch_status_and_counts(tmp_path, model_server, capsys):
+    server = model_server(batch_delay=0.3)
+    suite = evalnb.Suite.from_file(_suite(tmp_path))
+    evalnb.run(suite, _models(server.base_url)[:1], generation=GEN, progress="text", task_ids=["t"],
+               executor=BatchExecutor(**FAST))
+    final = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"good: {N_ITEMS}/{N_ITEMS}, batch 1 completed: {N_ITEMS}/{N_ITEMS} answered" in final
+
+
+def test_estimate_shows_live_and_batch_costs_side_by_side(tmp_path):
+    suite = evalnb.Suite.from_file(_suite(tmp_path))
+    models = [Model("a", base_url="http://127.0.0.1:9/v1", price={"input": 2, "output": 8, "batch_discount": 0.5}),
+              Model("b", base_url="http://127.0.0.1:9/v1", price={"input": 2, "output": 8})]
+    est = evalnb.estimate(suite, models, generation={"max_output_tokens": 10})
+    a = est.table[est.table["model"] == "a"]
+    b = est.table[est.table["model"] == "b"]
+    assert a["max_cost_usd_batch"].sum() == pytest.approx(a["max_cost_usd"].sum() / 2)
+    assert b["max_cost_usd_batch"].sum() == pytest.approx(b["max_cost_usd"].sum())  # no batch price: full
+    assert est.max_cost_usd_batch == pytest.approx(a["max_cost_usd"].sum() / 2 + b["max_cost_usd"].sum())
+    assert f"at most ${est.max_cost_usd:,.4f} live, ${est.max_cost_usd_batch:,.4f} batched" in est.summary()
+    assert "max_cost_usd_batch" in est._repr_html_()
+
+
+def test_interrupted_in_process_then_resumed_uploads_nothing_new(tmp_path, model_server):
+    import asyncio
+
+    server = model_server(batch_delay=0.8)
+    suite = evalnb.Suite.from_file(_suite(tmp_path))
+
+    async def interrupted():
+        task = asyncio.ensure_future(evalnb.arun(suite, _models(server.base_url), generation=GEN, progress=False,
+                                                 executor=BatchExecutor(**FAST)))
+        while len(server.batches) < 2:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        task.cancel()
+        return await task
+
+    partial = asyncio.run(interrupted())
+    assert partial.status == "cancelled" and len(partial.samples) == 0
+    assert {b["status"] for b in server.batches.values()} == {"in_progress"}  # left running
+    result = evalnb.resume(partial.run_id, progress=False)
+    assert result.status == "completed" and len(result.samples) == 2 * (N_ITEMS + N_ITEMS // 2)
+    assert server.uploads == 2 and len(server.batches) == 2
+
+
+def test_a_batch_created_but_never_recorded_is_found_again(tmp_path, model_server):
+    """Killed between creating a batch and storing its id: the provider's list, filtered by the
+    run id every batch carries in its metadata, gives it back."""
+    server = model_server(batch_delay=1.0)
+    suite_path, run_id, store = _kill_while_batches_run(tmp_path, server)
+    summary = store.get_run(run_id)["summary"]
+    summary["batches"] = summary["batches"][:2]  # as if the last four ids had not been saved
+    store.update_run(run_id, summary=summary)
+    result = evalnb.resume(run_id, progress=False)
+    assert result.status == "completed" and len(result.samples) == 2 * (N_ITEMS + N_ITEMS // 2)
+    assert server.uploads == 6 and len(server.batches) == 6
+    assert {b["id"] for b in result.run["summary"]["batches"]} == set(server.batches)
