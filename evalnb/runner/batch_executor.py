@@ -26,6 +26,7 @@ Engine hooks used (those of `executors.LocalExecutor`): ``progress``, ``budget``
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import time
 from collections import deque
@@ -135,7 +136,7 @@ class BatchExecutor:
         self.batches: dict[str, _Batch] = {}
         self.buffers: dict[str, list[tuple[str, bytes, Any]]] = {label: [] for label in self.models}
         self.buffer_bytes = dict.fromkeys(self.models, 0)
-        self.known: dict[str, tuple[str, bytes]] = {}  # custom_id -> (stored batch id, its request line)
+        self.known: dict[str, tuple[str, bytes]] = {}  # custom_id -> (batch id, digest of its request line)
         self.attempts: dict[str, int] = {}  # custom_id -> retries so far
         self.reserved: dict[str, float] = {}  # custom_id -> budget reservation
         self.live: deque[Any] = deque()  # retries to make as live calls
@@ -152,7 +153,7 @@ class BatchExecutor:
             cid = sample_key(unit)
             line = request_line(unit.model, cid, unit.item.prompt, self.gen)
             stored = self.known.get(cid)
-            if stored is not None and stored[1] == line and stored[0] in self.batches:
+            if stored is not None and stored[1] == _digest(line) and stored[0] in self.batches:
                 self.batches[stored[0]].members[cid] = unit  # already asked: wait for that batch
                 self.touched.add(stored[0])
                 continue
@@ -175,6 +176,7 @@ class BatchExecutor:
             await self._flush(label)
         delays = poll_delays(self.poll_interval)
         while True:
+            created = self.uploaded
             waiting = [b for b in self.batches.values() if b.members]
             if not waiting and not self.live:
                 break
@@ -185,6 +187,8 @@ class BatchExecutor:
                 continue
             for label in self.models:
                 await self._flush(label)  # follow-up batches of retried requests
+            if self.uploaded != created:
+                delays = poll_delays(self.poll_interval)  # a new batch: look at it soon
             self._show()
             if any(b.members for b in self.batches.values()):
                 await asyncio.sleep(next(delays))
@@ -222,7 +226,7 @@ class BatchExecutor:
             batch = self.batches[record["id"]] = _Batch(record, {cid: units[cid] for cid, _ in part})
             self.touched.add(batch.id)
             for cid, line in part:
-                self.known[cid] = (batch.id, line)
+                self.known[cid] = (batch.id, _digest(line))
             self._save()  # stored before anything waits on it
 
     def _reserve(self, cid: str, unit: Any) -> bool:
@@ -363,7 +367,7 @@ class BatchExecutor:
                 continue
             self.batches[record["id"]] = _Batch(record, resend_missing=bool(record.get("cancel_requested")))
             for cid, line in lines.items():
-                self.known[cid] = (record["id"], line)
+                self.known[cid] = (record["id"], _digest(line))
 
     async def _unrecorded(self, known: set[str]) -> list[dict[str, Any]]:
         """Batches of this run the provider has but the run record does not: an attempt that
@@ -414,6 +418,11 @@ class BatchExecutor:
             what = ", ".join(f"{n} {s}" for s, n in statuses.items())
             progress.model(label).batch = (f"batch {what}: {done}/{total} answered"
                                            + (f", {failed} failed" if failed else ""))
+
+
+def _digest(line: bytes) -> bytes:
+    """What identifies a request line (a resume compares it; holding the lines would cost memory)."""
+    return hashlib.blake2b(line, digest_size=16).digest()
 
 
 def sample_key(unit: Any) -> str:
