@@ -442,7 +442,7 @@ def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
     """``NAME[@BASE_URL]`` (parsed as `evalnb.run` does) with --api and --api-key-env applied."""
     from dataclasses import replace
 
-    from evalnb.runner.plan import as_model
+    from evalnb.runner.run_plan import as_model
 
     model = as_model(spec, what)
     changes: dict[str, Any] = {}

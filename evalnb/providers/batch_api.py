@@ -6,7 +6,8 @@ LocalModelServer) takes a file of requests, each ``{"custom_id", "method": "POST
 output file and the failures in an error file. This module is the client side, no run logic:
 
 - `request_line`: one request as a JSONL line, its body exactly the live call's body
-  (`build`), so a batch run and a live run ask the same thing;
+  (`live_body`, or the runner's `RunContext.request`), so a batch run and a live run ask the
+  same thing;
 - `split`: lines into batches at the provider's limits (requests per batch, bytes per file);
 - `BatchAPI`: upload, create, retrieve, cancel, download, and `outcomes` (each custom_id's
   reply or error, read from the output and error files).
@@ -59,14 +60,20 @@ class Outcome:
     retryable: bool = False
 
 
-def request_line(model: Model, custom_id: str, prompt: Any, gen: dict[str, Any] | None) -> bytes:
-    """One JSONL line (with its newline) asking `model` about `prompt` with settings `gen`.
+def request_line(custom_id: str, url: str, body: dict[str, Any]) -> bytes:
+    """One JSONL line (with its newline): POST `body` to `url` (e.g. ``/v1/responses``).
 
-    The body is built as `ModelClient.complete` builds a live call's body.
+    `body` should be exactly the live call's body (the runner takes it from
+    `RunContext.request`; `live_body` builds the same for a model), so a batch asks what a live
+    call would.
     """
+    return _dumps({"custom_id": custom_id, "method": "POST", "url": url, "body": body}) + b"\n"
+
+
+def live_body(model: Model, prompt: Any, gen: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """``(url, body)`` of `model`'s live call about `prompt`, as `ModelClient.complete` builds it."""
     build = build_chat_request if model.api == "chat" else build_responses_request
-    body = build(model.name, prompt, canonical(gen), is_openai=model.is_openai)
-    return _dumps({"custom_id": custom_id, "method": "POST", "url": ENDPOINTS[model.api], "body": body}) + b"\n"
+    return ENDPOINTS[model.api], build(model.name, prompt, canonical(gen), is_openai=model.is_openai)
 
 
 def split(lines: Iterable[tuple[str, bytes]], *, max_requests: int = MAX_REQUESTS,

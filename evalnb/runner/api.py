@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from evalnb.aio import run_sync
 from evalnb.runner.progress import check_mode
 from evalnb.runner.engine import RunEngine
-from evalnb.runner.plan import make_plan, rebuild_model
+from evalnb.runner.run_plan import make_plan, rebuild_model
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -226,7 +226,7 @@ async def acancel(run_id: str, *, store: Any = None) -> list[dict[str, Any]]:
     """The async form of `cancel`."""
     from evalnb.errors import ProviderError
     from evalnb.providers.batch_api import TERMINAL, BatchAPI
-    from evalnb.runner.batch_executor import save_batches, stored_batches
+    from evalnb.runner.batch_executor import save_batch, stored_batches
     from evalnb.store import Store
 
     store = store or Store()
@@ -247,9 +247,8 @@ async def acancel(run_id: str, *, store: Any = None) -> list[dict[str, Any]]:
                         raise
                     status = (await api.retrieve(batch["id"])).get("status", status)
             batch["cancel_requested"] = True  # a resume collects what it answered and sends the rest again
+            save_batch(store, run_id, batch)
         out.append({"id": batch["id"], "model": batch.get("model"), "status": status})
-    if any(b.get("cancel_requested") for b in batches):
-        save_batches(store, run_id, batches)
     return out
 
 

@@ -3,8 +3,8 @@
 The engine plans the run as always and hands its calls here (`submit`); they are written as
 JSONL (one line per sample, ``custom_id`` the sample's key, the body exactly the live call's
 body), cut at the provider's limits, uploaded and made into batches, one model per batch.
-Each batch's id is stored with the run (the run record's ``summary["batches"]``) *before*
-anything waits on it, so a closed laptop, a kernel restart or a SIGKILL loses nothing: the
+Each batch's id is stored with the run (the run's executor state, `RunContext.save_state`)
+*before* anything waits on it, so a closed laptop, a kernel restart or a SIGKILL loses nothing: the
 next attempt (`evalnb.resume` or the same run again) reads the stored batches, downloads their
 input files, and every sample whose request is already in one waits for that batch instead of
 being uploaded again.
@@ -18,9 +18,9 @@ tried again: in a follow-up batch (``retry_failed="batch"``) or as live calls
 its samples with the provider's message; other per-request errors fail their sample as a
 live call's error would. Costs use the model's batch price (`pricing.batch_price`).
 
-Engine hooks used (those of `executors.LocalExecutor`): ``progress``, ``budget``, ``writer``,
-``store``, ``run_id``, ``plan``, ``_finish_generation``, ``_record``, ``_sample``,
-``_generation_worker`` (live retries).
+Written against the executor interface alone (`runner.executor`): everything goes through
+the `RunContext` (``request`` for the bodies, ``reply``/``fail``/``answered`` for outcomes,
+``call`` for live retries, ``save_state``/``load_state`` for the batch ids).
 """
 
 from __future__ import annotations
@@ -44,12 +44,16 @@ from evalnb.providers.batch_api import (
     request_line,
     split,
 )
+from evalnb.runner.run_context import RunContext
+from evalnb.runner.unit import Unit
 from evalnb.providers.pricing import batch_price, call_cost, estimate_tokens, worst_case_cost
 
 POLL_ENV = "EVALNB_BATCH_POLL_S"
 DEFAULT_POLL_S = 30.0
 RETRY_MODES = ("batch", "live")
-SUMMARY_KEY = "batches"  # where the run record keeps its batches
+NAME = "batch"  # the executor's name: its state in the store is kept under it
+BATCH_KEY = "batch:"  # state key of a batch's record: BATCH_KEY + batch id
+STARTED_KEY = "started_at"  # state key: when the run's first attempt started sending batches
 
 
 @dataclass
@@ -57,7 +61,7 @@ class _Batch:
     """One provider batch of this run: its stored record, and the samples waiting on it."""
 
     record: dict[str, Any]
-    members: dict[str, Any] = field(default_factory=dict)  # custom_id -> Work
+    members: dict[str, Unit] = field(default_factory=dict)  # custom_id -> the unit waiting on it
     resend_missing: bool = False  # cancelled by evalnb.cancel before this attempt: unanswered go again
 
     @property
@@ -75,7 +79,7 @@ class BatchExecutor:
     requests the provider could not answer (expired, 429, 5xx); ``max_retries``: how often.
     """
 
-    name = "batch"
+    name = NAME
 
     def __init__(self, poll_interval: float | None = None, *, max_requests_per_batch: int = MAX_REQUESTS,
                  max_bytes_per_file: int = MAX_BYTES, retry_failed: str = "batch", max_retries: int = 2) -> None:
@@ -121,14 +125,10 @@ class BatchExecutor:
                    retry_failed=record.get("retry_failed") or "batch",
                    max_retries=record.get("max_retries") if record.get("max_retries") is not None else 2)
 
-    def call_price(self, model: Any) -> dict[str, float] | None:
-        """What one of this run's calls to `model` costs (its batch price)."""
-        return batch_price(model.price)
-
     # ---- the executor interface ---------------------------------------------------------------
-    async def start(self, engine: Any) -> None:
-        self.engine = engine
-        plan = engine.plan
+    async def start(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        plan = ctx.plan
         self.gen = plan.generation
         self.models = {m.label: m for m in plan.models}
         self.apis = {label: BatchAPI(m) for label, m in self.models.items()}
@@ -143,15 +143,14 @@ class BatchExecutor:
         self.touched: set[str] = set()  # batches this attempt sent or waits for (the progress line's)
         await self._pick_up_stored()
 
-    async def submit(self, units: list[Any]) -> None:
-        engine = self.engine
+    async def submit(self, units: list[Unit]) -> None:
+        ctx = self.ctx
         for unit in units:
             if unit.output is not None:
-                engine.progress.model(unit.model.label).reused += 1
-                engine._finish_generation(unit, unit.output, reused=True)
+                ctx.answered(unit)
                 continue
-            cid = sample_key(unit)
-            line = request_line(unit.model, cid, unit.item.prompt, self.gen)
+            cid = unit.id
+            line = self._line(unit)
             stored = self.known.get(cid)
             if stored is not None and stored[1] == _digest(line) and stored[0] in self.batches:
                 self.batches[stored[0]].members[cid] = unit  # already asked: wait for that batch
@@ -214,7 +213,7 @@ class BatchExecutor:
                           max_bytes=self.max_bytes_per_file):
             data = b"".join(line for _, line in part)
             try:
-                created = await api.submit(data, metadata={"evalnb_run": self.engine.run_id, "model": label})
+                created = await api.submit(data, metadata={"evalnb_run": self.ctx.run_id, "model": label})
             except ProviderError as exc:
                 for cid, _ in part:
                     self._fail(units[cid], str(exc), exc.status)
@@ -227,10 +226,15 @@ class BatchExecutor:
             self.touched.add(batch.id)
             for cid, line in part:
                 self.known[cid] = (batch.id, _digest(line))
-            self._save()  # stored before anything waits on it
+            self._save(batch)  # stored before anything waits on it
 
-    def _reserve(self, cid: str, unit: Any) -> bool:
-        budget = self.engine.budget
+    def _line(self, unit: Unit) -> bytes:
+        """The unit's JSONL line: the body the engine would send live (`RunContext.request`)."""
+        req = self.ctx.request(unit)
+        return request_line(unit.id, "/v1" + req.path, req.body)
+
+    def _reserve(self, cid: str, unit: Unit) -> bool:
+        budget = self.ctx.budget
         if budget.limit is None:
             return True
         price = self.prices[unit.model.label]
@@ -284,23 +288,23 @@ class BatchExecutor:
             self._settle(cid, unit, outcome, created)
         batch.members.clear()
         batch.record["done"] = True
-        self._save()
+        self._save(batch)
 
-    def _settle(self, cid: str, unit: Any, outcome: Outcome, created: float | None) -> None:
-        engine = self.engine
+    def _settle(self, cid: str, unit: Unit, outcome: Outcome, created: float | None) -> None:
+        ctx = self.ctx
         label = unit.model.label
-        mp = engine.progress.model(label)
+        mp = ctx.progress.model(label)
         worst = self.reserved.pop(cid, None)
+        if worst is not None:
+            ctx.budget.settle(worst, None)  # the reservation ends; `reply` charges what it cost
         if outcome.reply is None:
-            if worst is not None:
-                engine.budget.settle(worst, None)
             if outcome.retryable and self.attempts.get(cid, 0) < self.max_retries:
                 self.attempts[cid] = self.attempts.get(cid, 0) + 1
                 mp.retries += 1
                 if self.retry_failed == "live":
                     self.live.append(unit)
                 else:
-                    line = request_line(unit.model, cid, unit.item.prompt, self.gen)
+                    line = self._line(unit)
                     if self._reserve(cid, unit):
                         self.buffers[label].append((cid, line, unit))
                         self.buffer_bytes[label] += len(line)
@@ -308,51 +312,44 @@ class BatchExecutor:
             self._fail(unit, outcome.error or "no answer", outcome.status)
             return
         reply = outcome.reply
-        cost = call_cost(reply.usage, self.prices[label])
-        if worst is not None:
-            engine.budget.settle(worst, cost)
-        else:
-            engine.budget.add(cost)
-        mp.cost_usd += cost or 0.0
-        output = {"request_key": unit.key, "output_text": reply.text, "usage": reply.usage,
-                  "response_id": reply.response_id,
-                  "latency_s": time.time() - created if created else None, "cost_usd": cost}
-        engine.writer.put_outputs([output])
-        engine._finish_generation(unit, output, reused=False)
+        ctx.reply(unit, {"output_text": reply.text, "usage": reply.usage, "response_id": reply.response_id,
+                         "latency_s": time.time() - created if created else None,
+                         "cost_usd": call_cost(reply.usage, self.prices[label])})
 
-    def _fail(self, unit: Any, message: str, status: int | None) -> None:
-        engine = self.engine
-        error = {"stage": "generation", "message": message, "status": status}
-        engine._record(unit.task_id, unit.model.label,
-                       engine._sample(unit.task_id, unit.item, unit.model, unit.epoch, None), error=error)
+    def _fail(self, unit: Unit, message: str, status: int | None) -> None:
+        self.ctx.fail(unit, message, status=status)
 
     def _fail_batch(self, batch: _Batch, message: str, status: int | None) -> None:
         for cid, unit in batch.members.items():
             worst = self.reserved.pop(cid, None)
             if worst is not None:
-                self.engine.budget.settle(worst, None)
+                self.ctx.budget.settle(worst, None)
             self._fail(unit, message, status)
         batch.members.clear()
         batch.record["done"] = True
         batch.record["error"] = message
-        self._save()
+        self._save(batch)
 
     async def _run_live(self) -> None:
-        """Retries as ordinary calls, through the engine's own generation workers."""
+        """Retries as ordinary calls (`RunContext.call`: the run's clients, limits and budget)."""
         calls, self.live = self.live, deque()
 
-        async def no_more() -> bool:
-            return False
+        async def worker() -> None:
+            while calls:
+                await self.ctx.call(calls.popleft())
 
-        workers = max(1, min(self.engine.plan.concurrency, len(calls)))
-        await asyncio.gather(*(self.engine._generation_worker(calls, no_more) for _ in range(workers)))
+        await asyncio.gather(*(worker() for _ in range(max(1, min(self.ctx.plan.concurrency, len(calls))))))
 
     # ---- the run record -----------------------------------------------------------------------
     async def _pick_up_stored(self) -> None:
         """Batches an earlier attempt of this run created and did not finish: wait for them."""
-        records = stored_batches(self.engine.store, self.engine.run_id)
-        if self.engine._continuing:
-            records += await self._unrecorded({r["id"] for r in records})
+        state = self.ctx.load_state()
+        records = batch_records(state)
+        since = state.get(STARTED_KEY)
+        if since is None:
+            self.ctx.save_state(STARTED_KEY, time.time())
+        else:  # an earlier attempt: it may have died between creating a batch and storing its id
+            records += await self._unrecorded({r["id"] for r in records}, float(since))
         for record in records:
             if record.get("done") or record.get("model") not in self.models:
                 self.batches.setdefault(record["id"], _Batch(record))
@@ -369,12 +366,11 @@ class BatchExecutor:
             for cid, line in lines.items():
                 self.known[cid] = (record["id"], _digest(line))
 
-    async def _unrecorded(self, known: set[str]) -> list[dict[str, Any]]:
-        """Batches of this run the provider has but the run record does not: an attempt that
+    async def _unrecorded(self, known: set[str], since: float) -> list[dict[str, Any]]:
+        """Batches of this run the provider has but the run's state does not: an attempt that
         died between creating a batch and storing its id. Found by the ``evalnb_run`` metadata
         every batch is created with, among the batches created since the run began."""
-        run = self.engine.store.get_run(self.engine.run_id)
-        since = float(run.get("created_at") or 0) - 60
+        since -= 60  # the provider's clock and ours
         found: list[dict[str, Any]] = []
         seen_servers: set[str] = set()
         for label, api in self.apis.items():
@@ -388,7 +384,7 @@ class BatchExecutor:
                 continue  # a server without the listing: only the stored ids are picked up
             for batch in recent:
                 meta = batch.get("metadata") or {}
-                if meta.get("evalnb_run") != self.engine.run_id or batch["id"] in known:
+                if meta.get("evalnb_run") != self.ctx.run_id or batch["id"] in known:
                     continue
                 if meta.get("model") not in self.models:
                     continue
@@ -396,13 +392,15 @@ class BatchExecutor:
                               "status": batch.get("status"), "requests": (batch.get("request_counts") or {}).get(
                                   "total"), "done": False, "created_at": batch.get("created_at")})
                 known.add(batch["id"])
+        for record in found:
+            self.ctx.save_state(BATCH_KEY + record["id"], record)
         return found
 
-    def _save(self) -> None:
-        save_batches(self.engine.store, self.engine.run_id, [b.record for b in self.batches.values()])
+    def _save(self, batch: _Batch) -> None:
+        self.ctx.save_state(BATCH_KEY + batch.id, batch.record)
 
     def _show(self) -> None:
-        progress = self.engine.progress
+        progress = self.ctx.progress
         for label in self.models:
             mine = [b for b in self.batches.values() if b.record.get("model") == label and b.id in self.touched]
             if not mine:
@@ -425,18 +423,16 @@ def _digest(line: bytes) -> bytes:
     return hashlib.blake2b(line, digest_size=16).digest()
 
 
-def sample_key(unit: Any) -> str:
-    """The custom_id of a sample's request: task, model, item and epoch (unique in a run)."""
-    return f"{unit.task_id}|{unit.model.label}|{unit.item.index}|{unit.epoch}"
+def batch_records(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The provider batches in a run's executor state, oldest first."""
+    records = [dict(v) for k, v in state.items() if k.startswith(BATCH_KEY) and isinstance(v, dict) and v.get("id")]
+    return sorted(records, key=lambda r: r.get("created_at") or 0)
 
 
 def stored_batches(store: Any, run_id: str) -> list[dict[str, Any]]:
-    """The provider batches a run has created (its record's ``summary["batches"]``)."""
-    summary = store.get_run(run_id).get("summary") or {}
-    return [dict(b) for b in summary.get(SUMMARY_KEY) or [] if isinstance(b, dict) and b.get("id")]
+    """The provider batches a run has created (for `evalnb.cancel`)."""
+    return batch_records(store.executor_state(run_id, NAME))
 
 
-def save_batches(store: Any, run_id: str, records: list[dict[str, Any]]) -> None:
-    summary = dict(store.get_run(run_id).get("summary") or {})
-    summary[SUMMARY_KEY] = records
-    store.update_run(run_id, summary=summary)
+def save_batch(store: Any, run_id: str, record: dict[str, Any]) -> None:
+    store.save_executor_state(run_id, NAME, BATCH_KEY + record["id"], record)

@@ -9,7 +9,7 @@ import pytest
 
 from evalnb.errors import ProviderError
 from evalnb.providers import Model
-from evalnb.providers.batch_api import BatchAPI, parse_results, poll_delays, request_line, split
+from evalnb.providers.batch_api import BatchAPI, live_body, parse_results, poll_delays, request_line, split
 from evalnb.providers.build import build_chat_request, build_responses_request
 from evalnb.providers.pricing import batch_price, call_cost, check_price, has_batch_price
 from evalnb.testing import Fault, LocalModelServer
@@ -20,15 +20,15 @@ GEN = {"temperature": 0, "max_output_tokens": 16, "instructions": "be brief", "t
 @pytest.mark.parametrize("api", ["responses", "chat"])
 def test_request_line_carries_the_live_body(api):
     model = Model("m", base_url="http://127.0.0.1:9/v1", api=api)
-    line = request_line(model, "t|m|3|0", "What is 2+2?", GEN)
+    line = request_line("t/m/3/0", *live_body(model, "What is 2+2?", GEN))
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     record = json.loads(line)
     build = build_chat_request if api == "chat" else build_responses_request
-    assert record == {"custom_id": "t|m|3|0", "method": "POST",
+    assert record == {"custom_id": "t/m/3/0", "method": "POST",
                       "url": "/v1/chat/completions" if api == "chat" else "/v1/responses",
                       "body": build("m", "What is 2+2?", GEN, is_openai=False)}
     assert "max_retries" not in record["body"]  # execution controls are never sent
-    openai = request_line(Model("gpt", api=api), "x", "q", GEN)
+    openai = request_line("x", *live_body(Model("gpt", api=api), "q", GEN))
     assert b"top_k" not in openai  # nor pass-through fields to OpenAI, as live
 
 
@@ -74,7 +74,7 @@ def test_client_round_trip_and_errors_against_a_local_server():
     async def main(server):
         model = Model("m", base_url=server.base_url, api_key="sk-secret-for-batch-test")
         async with BatchAPI(model) as api:
-            lines = [request_line(model, f"c{i}", f"q{i}", {}) for i in range(3)]
+            lines = [request_line(f"c{i}", *live_body(model, f"q{i}", {})) for i in range(3)]
             batch = await api.submit(b"".join(lines), metadata={"evalnb_run": "r"})
             assert batch["status"] == "validating" and batch["metadata"] == {"evalnb_run": "r"}
             seen = await api.retrieve(batch["id"])

@@ -65,8 +65,9 @@ def test_a_batch_run_equals_a_live_run(tmp_path, model_server):
         data = server.batches_book.files[b["input_file_id"]].content
         batch_bodies |= {json.dumps(json.loads(x)["body"], sort_keys=True) for x in data.splitlines()}
     assert batch_bodies == sent
-    stored = batched.run["summary"]["batches"]
-    assert {b["id"] for b in stored} == set(server.batches) and all(b["done"] for b in stored)
+    stored = Store(tmp_path / "batch.sqlite").executor_state(batched.run_id, "batch")
+    records = [v for k, v in stored.items() if k.startswith("batch:")]
+    assert {b["id"] for b in records} == set(server.batches) and all(b["done"] for b in records)
     assert batched.run["summary"]["options"]["executor"]["type"] == "batch"
 
 
@@ -195,7 +196,7 @@ def _wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
 
 
 def _stored(store, run_id):
-    return (store.get_run(run_id).get("summary") or {}).get("batches") or []
+    return [v for k, v in store.executor_state(run_id, "batch").items() if k.startswith("batch:")]
 
 
 def _kill_while_batches_run(tmp_path, server):
@@ -331,10 +332,10 @@ def test_a_batch_created_but_never_recorded_is_found_again(tmp_path, model_serve
     run id every batch carries in its metadata, gives it back."""
     server = model_server(batch_delay=1.0)
     suite_path, run_id, store = _kill_while_batches_run(tmp_path, server)
-    summary = store.get_run(run_id)["summary"]
-    summary["batches"] = summary["batches"][:2]  # as if the last four ids had not been saved
-    store.update_run(run_id, summary=summary)
+    for record in sorted(_stored(store, run_id), key=lambda r: r["created_at"])[2:]:
+        store.save_executor_state(run_id, "batch", "batch:" + record["id"], None)  # as if never saved
+    assert len(_stored(store, run_id)) == 2
     result = evalnb.resume(run_id, progress=False)
     assert result.status == "completed" and len(result.samples) == 2 * (N_ITEMS + N_ITEMS // 2)
     assert server.uploads == 6 and len(server.batches) == 6
-    assert {b["id"] for b in result.run["summary"]["batches"]} == set(server.batches)
+    assert {b["id"] for b in _stored(store, run_id)} == set(server.batches)
