@@ -1,8 +1,8 @@
 """`BatchExecutor`: a run's candidate calls sent through the provider's Batch API.
 
 The engine plans the run as always and hands its calls here (`submit`); they are written as
-JSONL (one line per sample, ``custom_id`` the sample's key, the body exactly the live call's
-body), cut at the provider's limits, uploaded and made into batches, one model per batch.
+JSONL (one line per sample, ``custom_id`` the unit's id ``task/model/index/epoch``, the body
+exactly the live call's body, `RunContext.request`), cut at the provider's limits, uploaded and made into batches, one model per batch.
 Each batch's id is stored with the run (the run's executor state, `RunContext.save_state`)
 *before* anything waits on it, so a closed laptop, a kernel restart or a SIGKILL loses nothing: the
 next attempt (`evalnb.resume` or the same run again) reads the stored batches, downloads their
@@ -44,9 +44,9 @@ from evalnb.providers.batch_api import (
     request_line,
     split,
 )
+from evalnb.providers.pricing import batch_price, call_cost, estimate_tokens, worst_case_cost
 from evalnb.runner.run_context import RunContext
 from evalnb.runner.unit import Unit
-from evalnb.providers.pricing import batch_price, call_cost, estimate_tokens, worst_case_cost
 
 POLL_ENV = "EVALNB_BATCH_POLL_S"
 DEFAULT_POLL_S = 30.0
@@ -134,12 +134,12 @@ class BatchExecutor:
         self.apis = {label: BatchAPI(m) for label, m in self.models.items()}
         self.prices = {label: batch_price(m.price) for label, m in self.models.items()}
         self.batches: dict[str, _Batch] = {}
-        self.buffers: dict[str, list[tuple[str, bytes, Any]]] = {label: [] for label in self.models}
+        self.buffers: dict[str, list[tuple[str, bytes, Unit]]] = {label: [] for label in self.models}
         self.buffer_bytes = dict.fromkeys(self.models, 0)
         self.known: dict[str, tuple[str, bytes]] = {}  # custom_id -> (batch id, digest of its request line)
         self.attempts: dict[str, int] = {}  # custom_id -> retries so far
         self.reserved: dict[str, float] = {}  # custom_id -> budget reservation
-        self.live: deque[Any] = deque()  # retries to make as live calls
+        self.live: deque[Unit] = deque()  # retries to make as live calls
         self.touched: set[str] = set()  # batches this attempt sent or waits for (the progress line's)
         await self._pick_up_stored()
 
@@ -358,9 +358,14 @@ class BatchExecutor:
             try:
                 seen = await api.retrieve(record["id"])
                 lines = await api.input_lines(seen)
-            except ProviderError:
-                record["done"], record["error"] = True, "could not be read again"
+            except ProviderError as exc:
+                if exc.retryable:  # the provider is unreachable now: better stop than pay twice
+                    raise ProviderError(f"cannot read the run's batch {record['id']} again ({exc}); nothing was "
+                                        "sent: resume the run once the provider answers", status=exc.status,
+                                        retryable=True) from None
+                record["done"], record["error"] = True, f"could not be read again: {exc}"
                 self.batches[record["id"]] = _Batch(record)
+                self._save(self.batches[record["id"]])
                 continue
             self.batches[record["id"]] = _Batch(record, resend_missing=bool(record.get("cancel_requested")))
             for cid, line in lines.items():
