@@ -12,7 +12,8 @@ Variants (each a fresh process, with its own EVALNB_HOME, so nothing is reused):
         main=/work/main branch=. branch-httpx=.:httpx
 
 Prints, per variant, the wall time of ``evalnb.run`` and of the whole process (median and
-each run), and the samples/s of the run. benchmarks/README.md records them.
+each run), the process's CPU time (user + system, children included: steadier than wall
+time on a shared machine), and the samples/s of the run. benchmarks/README.md records them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -66,14 +68,17 @@ def make_rows(path: Path, n: int) -> None:
 def once(tree: str, route: str, rows: Path, base_url: str, concurrency: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "EVALNB_FAST_EXIT": "1",
            "EVALNB_HOME": tempfile.mkdtemp(prefix="bench-http-")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", CHILD, str(rows), base_url, route, str(concurrency)],
                           capture_output=True, text=True, env=env, timeout=900)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{tree} ({route}) failed:\n{done.stderr[-3000:]}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    return {**out, "process_s": wall}
+    return {**out, "process_s": wall, "cpu_s": cpu}
 
 
 def main() -> None:
@@ -114,14 +119,15 @@ def main() -> None:
         server.wait(10)
     print(f"rows={args.rows} latency_ms={args.latency_ms:g} concurrency={args.concurrency} "
           f"repeats={args.repeats} load={os.getloadavg()[0]:.2f}")
-    print("| variant | evalnb.run s (median) | runs | process s (median) | samples/s |")
-    print("|---|---:|---|---:|---:|")
+    print("| variant | evalnb.run s (median) | runs | process s (median) | process CPU s (median) | samples/s |")
+    print("|---|---:|---|---:|---:|---:|")
     for name, _, _ in variants:
         runs = [r["run_s"] for r in results[name]]
         procs = [r["process_s"] for r in results[name]]
+        cpus = [r["cpu_s"] for r in results[name]]
         med = statistics.median(runs)
         print(f"| {name} | {med:.2f} | {' / '.join(f'{x:.2f}' for x in runs)} | "
-              f"{statistics.median(procs):.2f} | {args.rows / med:.0f} |")
+              f"{statistics.median(procs):.2f} | {statistics.median(cpus):.2f} | {args.rows / med:.0f} |")
 
 
 if __name__ == "__main__":
