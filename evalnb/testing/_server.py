@@ -184,6 +184,8 @@ class LocalModelServer:
     def connections(self) -> int:
         """Connections accepted since start or `reset`: fewer than requests when kept alive."""
         return self._accepted
+
+    @property
     def uploads(self) -> int:
         """Files uploaded (``POST /v1/files``) since start or `reset`."""
         return self.batches_book.uploads
