@@ -15,7 +15,7 @@ import threading
 import warnings
 from typing import Any
 
-__all__ = ["SandboxIsolationWarning", "namespaces_wanted", "warn_if_unconfined"]
+__all__ = ["SandboxIsolationWarning", "filesystem_wanted", "namespaces_wanted", "warn_if_unconfined"]
 
 _warned = False
 _lock = threading.Lock()
@@ -28,6 +28,11 @@ class SandboxIsolationWarning(UserWarning):
 def namespaces_wanted() -> bool:
     """Namespaces are on unless ``EVALNB_SANDBOX_NAMESPACES`` says 0/off/false/no."""
     return os.environ.get("EVALNB_SANDBOX_NAMESPACES", "").strip().lower() not in ("0", "off", "false", "no")
+
+
+def filesystem_wanted() -> bool:
+    """A worker gets a root of its own unless ``EVALNB_SANDBOX_FILESYSTEM`` says 0/off/false/no."""
+    return os.environ.get("EVALNB_SANDBOX_FILESYSTEM", "").strip().lower() not in ("0", "off", "false", "no")
 
 
 def warn_if_unconfined(isolation: dict[str, Any]) -> None:
