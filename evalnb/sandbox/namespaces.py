@@ -105,8 +105,14 @@ def enter(*, network: bool, keep_fds: tuple[int, ...], filesystem: dict | None =
             info["namespaces"] = False
             info["namespaces_error"] = f"mounting a fresh /proc failed: {os.strerror(ctypes.get_errno())}"
     if not as_user:
-        info["uid_dropped"] = _become(libc, WORKER_UID, WORKER_UID)
-        _stay_with_waiter(libc, alive_r)  # a uid change clears the parent-death signal
+        hidden = None if info["filesystem"] else _unreachable_for_others()
+        if hidden is None:
+            info["uid_dropped"] = _become(libc, WORKER_UID, WORKER_UID)
+            _stay_with_waiter(libc, alive_r)  # a uid change clears the parent-death signal
+        else:
+            info["uid_dropped"] = False
+            info["uid_error"] = (f"the worker stays root (without capabilities): uid {WORKER_UID} could not read "
+                                 f"its interpreter's files in {hidden}")
     os.close(alive_r)
     # One more user namespace with only our own uid: user code keeps no capability over the
     # mount and PID namespaces (and none over files), and its thread count is its own.
@@ -128,6 +134,27 @@ def _stay_with_waiter(libc: object, alive_r: int) -> None:
     libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)  # type: ignore[attr-defined]
     if select.select([alive_r], [], [], 0)[0]:  # the waiter died before the line above
         os._exit(0)
+
+
+def _unreachable_for_others() -> str | None:
+    """A folder of the interpreter that another uid cannot reach (e.g. a Python under /root), or None."""
+    import stat
+    import sysconfig
+
+    for path in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], os.path.dirname(os.path.abspath(__file__))}:
+        probe = path
+        while True:
+            try:
+                mode = os.stat(probe).st_mode
+            except OSError:
+                return probe
+            if not mode & stat.S_IXOTH or not mode & stat.S_IROTH and probe == path:
+                return probe
+            parent = os.path.dirname(probe)
+            if parent == probe:
+                break
+            probe = parent
+    return None
 
 
 def _become(libc: object, uid: int, gid: int) -> bool:

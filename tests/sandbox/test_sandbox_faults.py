@@ -286,7 +286,7 @@ def grade(sample, item):
     return sample["output_text"] == item["target"]
 """
     outputs = ["good", "bad"] * 20 + ["exit1"] + ["good"] * 9
-    with SandboxPool(1) as p:
+    with SandboxPool(1, filesystem=False) as p:  # the grader counts its runs in a file of ours
         grades = grade(p, outputs, source=source)
     assert [g.error for g in grades if g.failed] == ["the sandbox worker exited with code 1"]
     assert grades[40].failed
