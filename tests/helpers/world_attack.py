@@ -43,8 +43,8 @@ def attack(t, tag):
         tables = [r[0] for r in conn.execute("select name from sqlite_master where type='table'")]
         for table in tables:
             for col in [r[1] for r in conn.execute("pragma table_info(%s)" % table)]:
-                conn.execute("update %s set %s = replace(%s, ?, ?) where typeof(%s) = 'text'" % (table, col, col, col),
-                             (t["good_url"], t["evil_url"]))
+                conn.execute("update %s set %s = replace(%s, ?, ?) where typeof(%s) = 'text' and instr(%s, ?) > 0"
+                             % (table, col, col, col, col), (t["good_url"], t["evil_url"], t["good_url"]))
         conn.commit()
         conn.close()
     attempt("rewrite store", rewrite_store)
@@ -149,9 +149,19 @@ def suite(grader, rows, preprocess=None):
 
 
 def store_files():
+    """Hashes of the store's database and WAL (not the -shm index SQLite rewrites), once they settle."""
     folder = os.path.join(os.getcwd(), ".evalnb")
-    return {name: hashlib.sha256(open(os.path.join(folder, name), "rb").read()).hexdigest()
-            for name in sorted(os.listdir(folder)) if name.startswith("evalnb.sqlite")}
+    def snapshot():
+        return {name: hashlib.sha256(open(os.path.join(folder, name), "rb").read()).hexdigest()
+                for name in sorted(os.listdir(folder)) if name in ("evalnb.sqlite", "evalnb.sqlite-wal")}
+    previous = snapshot()
+    for _ in range(20):  # the caller's own writer may still be finishing the last run
+        time.sleep(0.25)
+        current = snapshot()
+        if current == previous:
+            return current
+        previous = current
+    return previous
 
 
 def thread_peak(run):
@@ -246,10 +256,14 @@ else:
             out["judge"] = [j for j in hostile.samples.judge]
             rows = [{"q": "p%d" % i, "target": "ok", "payload": kind} for i, kind in enumerate(["string", "objects", "fine"])]
             baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            big = evalnb.run(suite(world_attack.PAYLOAD, rows), [model], progress=False)
-            out["payload"] = {"status": list(big.samples.status), "errors": [e for e in big.samples.error if e],
-                              "run_status": big.status,
-                              "rss_growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - baseline) / 1024}
+            try:
+                big = evalnb.run(suite(world_attack.PAYLOAD, rows), [model], progress=False)
+            except Exception as exc:  # the control: a store the grader rewrote may not take another run
+                out["payload"] = {"error": repr(exc)}
+            else:
+                out["payload"] = {"status": list(big.samples.status), "errors": [e for e in big.samples.error if e],
+                                  "run_status": big.status,
+                                  "rss_growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - baseline) / 1024}
         else:
             pool_attacks()
             out["store_unchanged"] = store_files() == before
