@@ -1,10 +1,12 @@
 """What confines user code on this machine, said once when it is less than it should be.
 
-Workers report what is in force when they start (``namespaces.py``, ``seccomp.py``,
-``limits.py``); the pool hands that report here. Where namespaces are unavailable (macOS, a
+Workers report what is in force when they start (``namespaces.py``, ``filesystem.py``,
+``landlock.py``, ``seccomp.py``, ``limits.py``); the pool hands that report here. Where namespaces are unavailable (macOS, a
 kernel or container that forbids them, or ``EVALNB_SANDBOX_NAMESPACES=0``) the first worker
 that starts without them raises one `SandboxIsolationWarning` per process: graders can then
-read other processes of your user, including a notebook server's environment.
+read other processes of your user, including a notebook server's environment (Landlock,
+where the kernel has it, still keeps their files and ``/proc`` out of reach).
+``EVALNB_SANDBOX_FILESYSTEM=0`` turns the worker's own root (and Landlock) off.
 ``evalnb.sandbox_isolation()`` (``report.py``) starts a worker and says what holds.
 """
 

@@ -9,13 +9,17 @@ parent to read: the worker is process 1 of a namespace that holds nothing else.
 How (``enter``): the worker process calls ``unshare`` for new PID, mount, IPC and (unless
 the task opted in) network namespaces, plus a user namespace when it is not root (that is
 what lets an ordinary user create the others). Only the *next* child lands in the new PID
-namespace, so the worker forks once: the child goes on as the worker (PID 1 there), mounts
-a fresh ``/proc`` in its private mount namespace, then enters one more user namespace that
-maps only its own uid, so user code keeps no capability over those namespaces (it cannot
-unmount the fresh ``/proc`` to uncover the machine's). The original process stays behind,
-holds nothing, waits, and exits the way the worker did, so the parent's view (pid, exit
-code, the signal that killed it) is unchanged. The seccomp filter then forbids ``mount``,
-``unshare``, ``setns`` and the rest.
+namespace, so the worker forks once: the child goes on as the worker (PID 1 there), builds
+its own root with a fresh ``/proc`` (``filesystem.py``; or only mounts a fresh ``/proc``
+when the own root is off), and gives up privilege: root's worker becomes uid 65534 with no
+groups, then every worker enters one more user namespace that maps only its own uid and
+empties its capability sets, bounding set included, so user code keeps no capability over
+those namespaces (it cannot unmount anything to uncover the machine's files) nor over any
+file, and ``RLIMIT_NPROC`` counts its threads alone (root is never held to it, uid 65534 in
+a namespace of its own is). The original process stays behind, holds nothing, waits, and
+exits the way the worker did, so the parent's view (pid, exit code, the signal that killed
+it) is unchanged. The seccomp filter then forbids ``mount``, ``unshare``, ``setns`` and the
+rest, and sets ``no_new_privs``.
 
 One consequence of being PID 1: a signal the worker sends itself with no handler installed
 (``os.kill(os.getpid(), SIGTERM)``) is ignored by the kernel; faults and the parent's kill

@@ -458,7 +458,11 @@ def main(argv: list[str]) -> None:
     own_root = {"workdir": workdir, "scratch_mb": config.get("scratch_mb") or 512} if config.get("filesystem", True) else None
     if config.get("namespaces", True):
         keep = (slot_fd,) if slot_fd is not None else ()
+        began = time.perf_counter()
         isolation: dict[str, Any] = namespaces.enter(network=network, keep_fds=keep, filesystem=own_root)
+        # what confining cost this worker (its CPU time is the part a busy machine does not inflate)
+        isolation["setup_ms"] = round((time.perf_counter() - began) * 1000, 2)
+        isolation["setup_cpu_ms"] = round(time.process_time() * 1000, 2)  # the forked worker's CPU, all of it setup
     else:
         isolation = namespaces.unavailable("turned off (EVALNB_SANDBOX_NAMESPACES=0 or namespaces=False)")
     channel = _take_protocol_fds()
