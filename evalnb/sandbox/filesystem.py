@@ -71,12 +71,30 @@ def pivot(libc: object, *, root: str, workdir: str, scratch_mb: int, network: bo
     gid) will own the scratch and ``HOME``. Returns the folders kept; raises SetupError.
     """
     kept = read_only_paths(network=network)
+    try:
+        _build(libc, root=root, workdir=workdir, scratch_mb=scratch_mb, owner=owner, kept=kept)
+        _pivot_root(libc, root)
+    except BaseException:
+        _umount(None, root)  # leave the old root as it was for the fallback (Landlock)
+        os.chdir(workdir)
+        raise
+    _mount(libc, None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir(workdir)
+    return kept
+
+
+def _mount(libc: object, source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    if libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)) != 0:  # type: ignore[attr-defined]
+        import ctypes
+
+        raise SetupError(f"mount {source or ''} on {target}: {os.strerror(ctypes.get_errno())}")
+
+
+def _build(libc: object, *, root: str, workdir: str, scratch_mb: int, owner: tuple[int, int], kept: list[str]) -> None:
+    """Everything of the new root below ``root``: the scratch, the read-only binds, /dev, /proc, /etc."""
 
     def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-        if libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)) != 0:  # type: ignore[attr-defined]
-            import ctypes
-
-            raise SetupError(f"mount {source or ''} on {target}: {os.strerror(ctypes.get_errno())}")
+        _mount(libc, source, target, fstype, flags, data)
 
     submounts = _mount_points()
     mount("evalnb-root", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
@@ -103,19 +121,18 @@ def pivot(libc: object, *, root: str, workdir: str, scratch_mb: int, network: bo
     os.makedirs(root + "/proc", exist_ok=True)
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _identity(root, owner, workdir)
+
+
+def _pivot_root(libc: object, root: str) -> None:
+    """Swap the roots and detach the old one (stacked on "/" by ``pivot_root(".", ".")``)."""
+    import ctypes
+
     os.chdir(root)
     if libc.syscall(155 if _x86() else 41, b".", b".") != 0:  # type: ignore[attr-defined]  # pivot_root
-        import ctypes
-
         raise SetupError(f"pivot_root: {os.strerror(ctypes.get_errno())}")
-    if libc.umount2(b".", _MNT_DETACH) != 0:  # type: ignore[attr-defined]  # the old root, stacked on "/"
-        import ctypes
-
+    if libc.umount2(b".", _MNT_DETACH) != 0:  # type: ignore[attr-defined]
         raise SetupError(f"detaching the old root: {os.strerror(ctypes.get_errno())}")
     os.chdir("/")
-    mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    os.chdir(workdir)
-    return kept
 
 
 def _devices(mount, root: str) -> None:

@@ -100,7 +100,7 @@ def enter(*, network: bool, keep_fds: tuple[int, ...], filesystem: dict | None =
             info["filesystem"] = info["proc"] = True
             info["scratch_mb"] = int(filesystem["scratch_mb"])
         except (fs.SetupError, OSError) as exc:
-            info["filesystem_error"] = f"building the worker's own root failed ({exc}); your files stay visible"
+            info["filesystem_error"] = f"building the worker's own root failed ({exc})"
     if not info["filesystem"]:
         proc = info["mount"] and libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0
         info["proc"] = proc
