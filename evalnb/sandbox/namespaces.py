@@ -47,6 +47,7 @@ CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 1, 4, 24, 47, 4
+_PR_SET_NO_NEW_PRIVS, _PR_GET_NO_NEW_PRIVS = 38, 39
 WORKER_UID = 65534
 """The uid (and gid) a root caller's worker runs as: it owns no file of the machine."""
 
@@ -185,6 +186,7 @@ def _drop_capabilities(libc: object) -> bool:
     for cap in range(last + 1):
         libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # type: ignore[attr-defined]
     libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # type: ignore[attr-defined]
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # type: ignore[attr-defined]  # also when the filter is off
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
     data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable}, all zero
     capset = 126 if os.uname().machine.lower() in ("x86_64", "amd64") else 91
@@ -195,7 +197,8 @@ def _drop_capabilities(libc: object) -> bool:
             status = dict(line.split(":", 1) for line in f if line.startswith("Cap"))
     except OSError:
         return False
-    return all(int(status[k].strip(), 16) == 0 for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb") if k in status)
+    empty = all(int(status[k].strip(), 16) == 0 for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb") if k in status)
+    return empty and libc.prctl(_PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1  # type: ignore[attr-defined]
 
 
 def _why(code: int, as_user: bool) -> str:

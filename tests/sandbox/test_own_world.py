@@ -299,3 +299,29 @@ with SandboxPool(1, filesystem=False, namespaces={namespaces}, seccomp={namespac
         assert world.root_owned_unchanged(), judge
     else:
         assert not world.root_owned_unchanged()
+
+
+def _worker_status(waiter: int) -> dict[str, str]:
+    """/proc/<pid>/status of the worker, the waiter's only child, as the caller sees it."""
+    (child,) = Path(f"/proc/{waiter}/task/{waiter}/children").read_text().split()
+    lines = Path(f"/proc/{child}/status").read_text().splitlines()
+    return {k: v.strip() for k, v in (line.split(":", 1) for line in lines)}
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["no network", "network"])
+def test_from_outside_the_worker_has_no_privilege(network):
+    """Read from the caller's /proc, not from the worker: its uid, capability sets, no_new_privs."""
+    from evalnb.sandbox import Job, SandboxPool, UserCode
+
+    with SandboxPool(1, network=network) as pool:
+        pool.run_sync(Job(UserCode("def f(x):\n    return x\n", "<t>"), names=("f",), nargs=1), [[1]])
+        (waiter,) = pool.worker_pids()
+        status = _worker_status(waiter)
+    if ROOT:
+        assert status["Uid"].split() == ["65534"] * 4 and status["Gid"].split() == ["65534"] * 4, status
+        assert status["Groups"] == ""
+    else:
+        assert status["Uid"].split()[0] == str(os.getuid())
+    for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(status[key], 16) == 0, (key, status[key])
+    assert status["NoNewPrivs"] == "1" and status["Seccomp"] == "2"

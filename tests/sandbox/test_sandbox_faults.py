@@ -244,7 +244,11 @@ def test_workers_do_not_outlive_their_parent(tmp_path, how):
 
     script = tmp_path / "orphan.py"
     script.write_text(ORPHAN)
-    out = subprocess.run([sys.executable, str(script), how], capture_output=True, text=True, timeout=60,
+    # a temp folder of its own: other evalnb processes on the machine sweep dead owners' folders in /tmp
+    private = tmp_path / "tmp"
+    private.mkdir()
+    env = {**os.environ, "TMPDIR": str(private)}
+    out = subprocess.run([sys.executable, str(script), how], capture_output=True, text=True, timeout=60, env=env,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # fmt: skip
     child, *pids = [int(p) for p in out.stdout.split()]
     assert len(pids) == 2, out.stderr
@@ -252,24 +256,22 @@ def test_workers_do_not_outlive_their_parent(tmp_path, how):
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids)
-    from evalnb.sandbox.process import sweep_stale_workdirs
-
-    owned = _workdirs_of(child)
+    owned = _workdirs_of(child, private)
     if how == "exit":
         assert owned == []  # the finalizer removed them
     else:
         assert len(owned) == 2  # a SIGKILLed parent cannot clean up ...
-        sweep_stale_workdirs()  # ... so the next pool (in any process) does
-        assert _workdirs_of(child) == []
+        sweep = "from evalnb.sandbox.process import sweep_stale_workdirs; sweep_stale_workdirs()"
+        subprocess.run([sys.executable, "-c", sweep], env=env, check=True, timeout=60)  # ... so the next pool does
+        assert _workdirs_of(child, private) == []
 
 
-def _workdirs_of(pid: int) -> list[str]:
+def _workdirs_of(pid: int, folder: os.PathLike) -> list[str]:
     import glob
-    import tempfile
 
     from evalnb.sandbox.process import WORKDIR_PREFIX
 
-    return glob.glob(os.path.join(tempfile.gettempdir(), f"{WORKDIR_PREFIX}{pid}-*"))
+    return glob.glob(os.path.join(folder, f"{WORKDIR_PREFIX}{pid}-*"))
 
 
 def _alive(pid: int) -> bool:
