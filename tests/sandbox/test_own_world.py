@@ -325,3 +325,28 @@ def test_from_outside_the_worker_has_no_privilege(network):
     for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
         assert int(status[key], 16) == 0, (key, status[key])
     assert status["NoNewPrivs"] == "1" and status["Seccomp"] == "2"
+
+
+def test_a_huge_model_call_request_fails_in_the_worker_and_never_reaches_the_caller():
+    """What a grader sends through ctx is capped like what it returns: 20 MB of input never leaves the worker."""
+    from evalnb.scoring.grading import Grader
+    from evalnb.sandbox import SandboxPool
+
+    received = []
+
+    async def bridge(kind, request):
+        received.append(len(str(request)))
+        return {"output_text": "ok"}
+
+    source = (
+        "def grade(sample, item, ctx):\n"
+        "    size = item['size']\n"
+        "    return ctx.responses_create(input='x' * size)['output_text'] == 'ok'\n"
+    )
+    with SandboxPool(1) as pool:
+        grader = Grader({"contract": "model_backed", "source": source}, task_id="t", pool=pool, bridge=bridge)
+        grades = grader.grade_samples_sync([{"output_text": "x", "sample_index": i} for i in range(2)],
+                                           [{"size": 20 * 1024 * 1024}, {"size": 10}], model="m")  # fmt: skip
+    assert grades[0].failed and "request is" in grades[0].error and "the limit is" in grades[0].error, grades[0]
+    assert not grades[1].failed and grades[1].scores == {"score": 1.0}
+    assert len(received) == 1 and received[0] < 1000  # only the small request reached the caller's bridge
