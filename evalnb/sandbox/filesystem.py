@@ -64,15 +64,18 @@ class SetupError(Exception):
     """Building the worker's root failed; the message says at which step."""
 
 
-def pivot(libc: object, *, root: str, workdir: str, scratch_mb: int, network: bool, owner: tuple[int, int]) -> list[str]:
+def pivot(libc: object, *, root: str, workdir: str, scratch_mb: int, network: bool, owner: tuple[int, int],
+          user: tuple[int, int]) -> list[str]:  # fmt: skip
     """Build the new root on ``root`` (an empty folder of the old one) and pivot into it.
 
     Runs in the worker's PID and mount namespaces, still privileged there. ``owner`` (uid,
-    gid) will own the scratch and ``HOME``. Returns the folders kept; raises SetupError.
+    gid, as seen now) will own the scratch and ``HOME``; ``user`` is the uid and gid user code
+    will see, for ``/etc/passwd``. Returns the folders kept; raises SetupError.
     """
     kept = read_only_paths(network=network)
     try:
         _build(libc, root=root, workdir=workdir, scratch_mb=scratch_mb, owner=owner, kept=kept)
+        _etc(root, user, workdir, network)
         _pivot_root(libc, root)
     except BaseException:
         _umount(None, root)  # leave the old root as it was for the fallback (Landlock)
@@ -120,7 +123,6 @@ def _build(libc: object, *, root: str, workdir: str, scratch_mb: int, owner: tup
     _devices(mount, root)
     os.makedirs(root + "/proc", exist_ok=True)
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    _identity(root, owner, workdir)
 
 
 def _pivot_root(libc: object, root: str) -> None:
@@ -172,10 +174,15 @@ def _umount(mount, path: str) -> bool:
     return ctypes.CDLL(None, use_errno=True).umount2(path.encode(), _MNT_DETACH) == 0
 
 
-def _identity(root: str, owner: tuple[int, int], home: str) -> None:
-    """A one-line ``/etc/passwd`` and ``/etc/group``: libraries that look the user up find it."""
+def _etc(root: str, user: tuple[int, int], home: str, network: bool) -> None:
+    """The kept ``/etc`` files that are symlinks (``localtime`` into ``/usr/share/zoneinfo``), and
+    a one-line ``/etc/passwd`` and ``/etc/group``: libraries that look the user up find it."""
     os.makedirs(root + "/etc", exist_ok=True)
-    uid, gid = owner
+    for name in (*_ETC, *(_ETC_NETWORK if network else ())):
+        path = os.path.join("/etc", name)
+        if os.path.islink(path) and not os.path.lexists(root + path):
+            os.symlink(os.readlink(path), root + path)
+    uid, gid = user
     for name, line in (("passwd", f"sandbox:x:{uid}:{gid}:evalnb sandbox:{home}:/nonexistent\n"),
                        ("group", f"sandbox:x:{gid}:\n")):  # fmt: skip
         if not os.path.lexists(f"{root}/etc/{name}"):

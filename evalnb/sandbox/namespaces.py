@@ -94,10 +94,12 @@ def enter(*, network: bool, keep_fds: tuple[int, ...], filesystem: dict | None =
     info["filesystem"] = False
     # root's worker gives up root: it runs as an uid that owns no file of the machine
     owner = (0, 0) if as_user else (WORKER_UID, WORKER_UID)
+    user = (uid, gid) if as_user else (WORKER_UID, WORKER_UID)  # what user code will see (see below)
     if filesystem is not None and info["mount"]:
         try:
             info["read_only"] = fs.pivot(libc, root=filesystem["workdir"], workdir=filesystem["workdir"],
-                                         scratch_mb=int(filesystem["scratch_mb"]), network=network, owner=owner)
+                                         scratch_mb=int(filesystem["scratch_mb"]), network=network, owner=owner,
+                                         user=user)
             info["filesystem"] = info["proc"] = True
             info["scratch_mb"] = int(filesystem["scratch_mb"])
         except (fs.SetupError, OSError) as exc:
@@ -121,10 +123,8 @@ def enter(*, network: bool, keep_fds: tuple[int, ...], filesystem: dict | None =
     os.close(alive_r)
     # One more user namespace with only our own uid: user code keeps no capability over the
     # mount and PID namespaces (and none over files), and its thread count is its own.
-    inside = uid if as_user else WORKER_UID
     current_uid, current_gid = os.getuid(), os.getgid()
-    inside_gid = gid if as_user else WORKER_UID
-    if libc.unshare(CLONE_NEWUSER) == 0 and _map_ids(inside, current_uid, inside_gid, current_gid):
+    if libc.unshare(CLONE_NEWUSER) == 0 and _map_ids(user[0], current_uid, user[1], current_gid):
         info["own_user_namespace"] = True
     else:
         info["own_user_namespace"] = False
