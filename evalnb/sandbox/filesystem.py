@@ -78,7 +78,7 @@ def pivot(libc: object, *, root: str, workdir: str, scratch_mb: int, network: bo
         _etc(root, user, workdir, network)
         _pivot_root(libc, root)
     except BaseException:
-        _umount(None, root)  # leave the old root as it was for the fallback (Landlock)
+        _umount(root)  # leave the old root as it was for the fallback (Landlock)
         os.chdir(workdir)
         raise
     _mount(libc, None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
@@ -164,11 +164,12 @@ def _scratch(mount, root: str, workdir: str, scratch_mb: int, owner: tuple[int, 
     home = root + workdir
     os.makedirs(home, exist_ok=True)
     mount(f"{stage}/home", home, None, MS_BIND)
-    if _umount(mount, stage):
+    if _umount(stage):
         os.rmdir(stage)
 
 
-def _umount(mount, path: str) -> bool:
+def _umount(path: str) -> bool:
+    """Detach the mount on ``path``; True when it is gone."""
     import ctypes
 
     return ctypes.CDLL(None, use_errno=True).umount2(path.encode(), _MNT_DETACH) == 0
