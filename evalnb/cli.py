@@ -403,7 +403,7 @@ def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
 
     from evalnb.runner.plan import as_model
 
-    model = as_model(spec, what)
+    model = as_model(spec, what, bare=True)
     changes: dict[str, Any] = {}
     if args.api and what != "embedding_model":  # embeddings have one endpoint whatever the API
         changes["api"] = args.api

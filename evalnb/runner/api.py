@@ -28,8 +28,29 @@ if TYPE_CHECKING:
     from evalnb.results.run_result import RunResult
 
 
-def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResult":
-    """Run `suite` against `models` and return the result; works in scripts and in Jupyter.
+def run(
+    suite: "Suite",
+    models: Sequence[Any] | Any,
+    *,
+    generation: Any = None,
+    concurrency: int = 4,
+    task_ids: Sequence[str] | None = None,
+    max_samples: int | None = None,
+    judge_model: Any = None,
+    embedding_model: Any = None,
+    grader_concurrency: int | None = None,
+    metadata: dict[str, Any] | None = None,
+    reuse: bool = True,
+    allow_network: bool | Sequence[str] = False,
+    progress: bool | str | None = None,
+    store: Any = None,
+    epochs: int = 1,
+    name: str | None = None,
+    executor: Any = "local",
+    judge_generation: Any = None,
+    max_cost_usd: float | None = None,
+) -> "RunResult":
+    """Run `suite` against `models` (`evalnb.Model`s) and return the result; works in scripts and in Jupyter.
 
     Options: ``generation`` (dict), ``concurrency`` (1-25, default 4), ``task_ids``,
     ``max_samples``, ``epochs`` (1-100, default 1: how many times each item is asked, each
@@ -55,7 +76,12 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
     ``task = asyncio.ensure_future(evalnb.arun(...))``, then ``result = await task`` (a
     blocked cell only sees the click after it ends).
     """
-    return _raise_if_interrupted(run_sync(arun(suite, models, **options)))
+    return _raise_if_interrupted(run_sync(arun(
+        suite, models, generation=generation, concurrency=concurrency, task_ids=task_ids, max_samples=max_samples,
+        judge_model=judge_model, embedding_model=embedding_model, grader_concurrency=grader_concurrency,
+        metadata=metadata, reuse=reuse, allow_network=allow_network, progress=progress, store=store, epochs=epochs,
+        name=name, executor=executor, judge_generation=judge_generation, max_cost_usd=max_cost_usd,
+    )))
 
 
 def _raise_if_interrupted(result: "RunResult") -> "RunResult":

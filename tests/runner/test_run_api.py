@@ -1,0 +1,49 @@
+"""The Python entry points as a user meets them: what help() shows, what a wrong argument says."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import evalnb
+from helpers.runner_kit import rows
+
+pytestmark = pytest.mark.usefixtures("evalnb_home")
+
+
+def test_run_shows_every_option_with_the_same_names_and_defaults_as_arun():
+    run, arun = inspect.signature(evalnb.run), inspect.signature(evalnb.arun)
+    assert not any(p.kind is p.VAR_KEYWORD for p in run.parameters.values())  # nothing hidden in **options
+    assert [(p.name, p.kind, p.default) for p in run.parameters.values()] == \
+        [(p.name, p.kind, p.default) for p in arun.parameters.values()]
+    assert {"generation", "concurrency", "judge_model", "max_cost_usd", "epochs", "executor"} <= set(run.parameters)
+
+
+def test_every_option_of_run_reaches_the_run(make_suite, model_server):
+    server = model_server()
+    result = evalnb.run(make_suite({"t": rows(3)}), [evalnb.Model("good", base_url=server.base_url, label="g")],
+                        concurrency=2, max_samples=2, epochs=2, name="signature", metadata={"k": "v"},
+                        generation={"temperature": 0}, progress=False)
+    assert (result.status, result.name, result.epochs) == ("completed", "signature", 2)
+    assert len(result.samples) == 4 and result.run["metadata"] == {"k": "v"}
+
+
+@pytest.mark.parametrize("models", [["strong"], "strong", [evalnb.Model("ok", base_url="http://127.0.0.1:9/v1"), "weak"]])
+def test_a_bare_string_model_is_refused_saying_how_to_write_a_model(make_suite, models):
+    with pytest.raises(TypeError) as info:
+        evalnb.run(make_suite({"t": rows(2)}), models, progress=False)
+    message = str(info.value)
+    bare = "weak" if isinstance(models, list) and len(models) == 2 else "strong"
+    assert f"{bare!r} is a bare string, which would mean OpenAI's model of that name" in message
+    assert f"evalnb.Model({bare!r})" in message and "base_url='http://host:port/v1'" in message
+    assert message.startswith("models[1]" if bare == "weak" else "models[0]")
+
+
+def test_a_bare_string_judge_is_refused_too_and_name_at_url_still_works(make_suite, model_server):
+    server = model_server()
+    suite = make_suite({"t": rows(2)})
+    with pytest.raises(TypeError, match=r"judge_model: 'judge' is a bare string"):
+        evalnb.run(suite, [evalnb.Model("good", base_url=server.base_url)], judge_model="judge", progress=False)
+    result = evalnb.run(suite, [f"good@{server.base_url}"], progress=False)
+    assert result.status == "completed" and result.models == ["good"]
