@@ -1016,3 +1016,12 @@ def test_a_builtin_grader_that_cannot_be_expanded_is_a_manifest_error_naming_why
     (message,) = errors_of(make_suite(make_task(grader={"builtin": "llm_judge", "metric_id": "x"}))).values()
     assert message.startswith("builtin 'llm_judge': this grader's source returns the score 'judge_score'")
     assert "evalnb.graders.source('llm_judge')" in message
+
+
+def test_a_suites_repr_is_one_short_line_not_a_pydantic_dump():
+    suite = Suite.from_dict(make_suite(make_task(), make_task(id="u", type="math")))
+    text = repr(suite)
+    assert text == f"<evalnb.Suite {suite.version[:12]}: 2 tasks: t (qa), u (math)>"
+    assert "GraderSpec" not in text and GRADE not in text
+    many = Suite.from_dict(make_suite(*[make_task(id=f"t{i}") for i in range(12)]))
+    assert repr(many).endswith("t7 (qa), ... (4 more)>") and len(repr(many)) < 200
