@@ -157,6 +157,7 @@ def make_plan(
         raise ValueError(f"name: a run name must be 1-{MAX_NAME} characters of text, got {name!r}")
     gen = Generation.from_value(generation).canonical()
     judge_gen = _judge_generation(judge_generation)
+    _warn_unsent(model_list, gen)
     judge = as_model(judge_model, "judge_model") if judge_model is not None else None
     embedder = as_model(embedding_model, "embedding_model") if embedding_model is not None else None
     budget = check_budget(max_cost_usd)
@@ -201,6 +202,22 @@ def make_plan(
         judge_generation=judge_gen,
         max_cost_usd=budget,
     )
+
+
+def _warn_unsent(models: list[Model], gen: dict[str, Any]) -> None:
+    """A generation field some model's endpoint will not get (top_k for OpenAI, ...): say so once."""
+    import warnings
+
+    from evalnb.providers import unsent_fields
+
+    by_fields: dict[tuple[str, ...], list[str]] = {}
+    for m in models:
+        skipped = tuple(unsent_fields(gen, api=m.api, is_openai=m.is_openai))
+        if skipped:
+            by_fields.setdefault(skipped, []).append(m.label)
+    for fields, labels in by_fields.items():
+        warnings.warn(f"generation: {', '.join(fields)} not sent to {', '.join(labels)} (its endpoint does not take "
+                      "them; provider pass-through goes only to servers that are not OpenAI)", UserWarning, stacklevel=4)
 
 
 def check_budget(max_cost_usd: Any) -> float | None:

@@ -47,3 +47,10 @@ def test_a_bare_string_judge_is_refused_too_and_name_at_url_still_works(make_sui
         evalnb.run(suite, [evalnb.Model("good", base_url=server.base_url)], judge_model="judge", progress=False)
     result = evalnb.run(suite, [f"good@{server.base_url}"], progress=False)
     assert result.status == "completed" and result.models == ["good"]
+
+
+def test_generation_fields_an_endpoint_does_not_take_are_warned_about_before_the_run(make_suite):
+    suite = make_suite({"t": rows(2)})
+    with pytest.warns(UserWarning, match=r"generation: top_k not sent to gpt-4.1-mini \(its endpoint does not take"):
+        evalnb.estimate(suite, [evalnb.Model("gpt-4.1-mini"), evalnb.Model("local", base_url="http://127.0.0.1:9/v1")],
+                        generation={"top_k": 5})
