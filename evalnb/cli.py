@@ -114,10 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", parents=[common], help="run a suite against models and print its metrics")
     p.add_argument("file", help="suite manifest")
-    p.add_argument("--model", action="append", required=True, metavar="NAME[@BASE_URL]",
-                   help="candidate model (repeat for several); without @BASE_URL: OpenAI")
+    p.add_argument("--model", action="append", required=True, metavar="NAME[@BASE_URL][,api=chat][,label=X]",
+                   help="candidate model (repeat for several); without @BASE_URL: OpenAI. Options after commas "
+                        "are this model's own: api=chat|responses, label=X (its name in the results), "
+                        "base_url=URL, api_key_env=VAR")
     p.add_argument("--api", choices=("responses", "chat"),
-                   help="API of every model given (default: responses, as evalnb.Model); "
+                   help="API of the models that set no api= of their own (default: responses, as evalnb.Model); "
                         "use chat for servers without the Responses API")
     p.add_argument("--concurrency", type=_positive, default=4, help="model calls in flight (1-25, default 4)")
     p.add_argument("--max-samples", type=_positive, help="at most N items per task")
@@ -127,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", action="append", metavar="ID", help="run only this task (repeatable)")
     p.add_argument("--generation", type=_json_object, metavar="JSON",
                    help='generation settings as a JSON object or @file.json, e.g. \'{"temperature": 0}\'')
-    p.add_argument("--judge-model", metavar="NAME[@BASE_URL]", help="model for ctx.responses_create")
+    p.add_argument("--judge-model", metavar="NAME[@BASE_URL][,api=chat]",
+                   help="model for ctx.responses_create (the same options as --model)")
     p.add_argument("--embedding-model", metavar="NAME[@BASE_URL]", help="model for ctx.embeddings_create")
     p.add_argument("--judge-generation", type=_json_object, metavar="JSON",
                    help='defaults of the judge calls graders make, e.g. \'{"temperature": 0, "max_output_tokens": 256}\'')
@@ -138,8 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop the run (status 'stopped') before a call could take its spend past USD; "
                         "needs --price and generation max_output_tokens")
     p.add_argument("--api-key-env", metavar="VAR",
-                   help="read every model's key from $VAR (default: OPENAI_API_KEY for OpenAI hosts, "
-                        "no key for other servers)")
+                   help="read the key of every model without api_key_env= of its own from $VAR (default: "
+                        "OPENAI_API_KEY for OpenAI hosts, no key for other servers)")
     p.add_argument("--name", metavar="TEXT", help='a name for the run, shown by `evalnb runs` (e.g. "v2: neutral defined")')
     p.add_argument("--no-reuse", action="store_true", help="call the models again instead of reusing stored outputs")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
@@ -397,18 +400,48 @@ def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Name
     return 0
 
 
+MODEL_OPTIONS = ("api", "label", "base_url", "api_key_env")  # NAME[@URL],key=value,... (see _model)
+
+
 def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
-    """``NAME[@BASE_URL]`` (parsed as `evalnb.run` does) with --api and --api-key-env applied."""
+    """``NAME[@BASE_URL][,api=chat][,label=X][,base_url=URL][,api_key_env=VAR]`` as a Model.
+
+    A bare NAME is OpenAI's (as `evalnb.Model`). The options after the first comma belong to
+    this model alone; the global ``--api`` / ``--api-key-env`` apply to the models that do not
+    set their own. So one run can compare a server's chat and Responses endpoints:
+    ``--model m@URL,api=chat,label=m-chat --model m@URL,label=m-responses``.
+    """
     from dataclasses import replace
 
     from evalnb.runner.plan import as_model
 
-    model = as_model(spec, what, bare=True)
+    head, *rest = spec.split(",")
+    options: dict[str, str] = {}
+    for part in rest:
+        key, sep, value = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in MODEL_OPTIONS or not value.strip():
+            raise CliError(f"--{what.replace('_', '-')} {spec}: {part!r} is not one of "
+                           f"{', '.join(k + '=...' for k in MODEL_OPTIONS)} (write NAME[@BASE_URL][,api=chat][,label=X])")
+        if key in options:
+            raise CliError(f"--{what.replace('_', '-')} {spec}: {key}= is given twice")
+        options[key] = value.strip()
+    if "base_url" in options:
+        if "@" in head:
+            raise CliError(f"--{what.replace('_', '-')} {spec}: give the base URL once (NAME@URL or base_url=URL)")
+        head = f"{head}@{options.pop('base_url')}"
+    if options.get("api") not in (None, "responses", "chat"):
+        raise CliError(f"--{what.replace('_', '-')} {spec}: api must be responses or chat, got {options['api']!r}")
+    model = as_model(head, what, bare=True)
     changes: dict[str, Any] = {}
-    if args.api and what != "embedding_model":  # embeddings have one endpoint whatever the API
-        changes["api"] = args.api
-    if args.api_key_env:
-        changes["api_key_env"] = args.api_key_env
+    api = options.get("api") or args.api
+    if api and what != "embedding_model":  # embeddings have one endpoint whatever the API
+        changes["api"] = api
+    key_env = options.get("api_key_env") or args.api_key_env
+    if key_env:
+        changes["api_key_env"] = key_env
+    if "label" in options:
+        changes["label"] = options["label"]
     return replace(model, **changes) if changes else model
 
 
