@@ -482,14 +482,20 @@ def cmd_runs(args: argparse.Namespace) -> int:
     more = bool(args.limit) and len(frame) > args.limit
     rows = [
         [r["run_id"], r["status"], r["created_at"].strftime("%Y-%m-%d %H:%M:%S"), str(r["suite_version"])[:12],
-         r["models"], str(r["n_samples"]), str(r["n_failed"]), r["name"] or ""]
+         r["models"], _done_of_planned(r), str(r["n_failed"]), r["name"] or ""]
         for r in frame.head(args.limit or None).to_dict("records")
     ]
-    headers = ["run_id", "status", "created (UTC)", "suite", "models", "samples", "failed", "name"]
+    headers = ["run_id", "status", "created (UTC)", "suite", "models", "done/planned", "failed", "name"]
     print("\n".join(_table(headers, rows, right={5, 6})))
     if more:
         _err(f"showing the newest {args.limit}; --limit 0 lists all")
     return 0
+
+
+def _done_of_planned(row: dict[str, Any]) -> str:
+    """``20/120``: samples stored of samples planned (``20/?`` for a run recorded before plans were)."""
+    planned = row.get("n_planned")
+    return f"{row['n_samples']}/{'?' if _missing(planned) else int(planned)}"
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -415,10 +415,12 @@ def test_runs_lists_newest_first_with_counts(two_runs, capsys):
     code, out, err = _run(capsys, "runs")
     assert code == 0 and err == ""
     lines = out.splitlines()
-    assert lines[0].split() == ["run_id", "status", "created", "(UTC)", "suite", "models", "samples", "failed", "name"]
+    assert lines[0].split() == ["run_id", "status", "created", "(UTC)", "suite", "models", "done/planned", "failed",
+                                "name"]
     assert [ln.split()[0] for ln in lines[2:]] == [second, first]
     version = evalnb.load_run(first).run["suite_version"]
-    assert lines[2].split()[4:] == [version[:12], "flaky", "5", "1"] and lines[3].split()[4:] == [version[:12], "good", "10", "0"]
+    assert lines[2].split()[4:] == [version[:12], "flaky", "5/5", "1"]
+    assert lines[3].split()[4:] == [version[:12], "good", "10/10", "0"]
     code, out, err = _run(capsys, "runs", "--limit", "1")
     assert code == 0 and len(out.splitlines()) == 3 and second in out and first not in out
     assert "--limit 0" in err

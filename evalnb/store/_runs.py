@@ -338,35 +338,60 @@ class RunRecords:
             "r.started_at, r.completed_at, r.error, r.metadata, "
             "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id), "
             "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'completed'), "
-            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'failed') "
+            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'failed'), "
+            "r.summary "
             "FROM runs r" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.created_at DESC, r.rowid DESC"
         )
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
         records = []
-        for (rid, name, sver, st, models, tasks, judge, created, started, completed, error, meta, n, n_ok, n_failed) in self._rows(sql, params):
+        for (rid, name, sver, st, models, tasks, judge, created, started, completed, error, meta, n, n_ok, n_failed,
+             summary) in self._rows(sql, params):
+            planned = _planned_total(summary)
             records.append(
                 {
                     "run_id": rid, "name": name, "suite_version": sver, "status": st,
                     "models": ", ".join(m["label"] for m in from_json(models)),
                     "tasks": ", ".join(from_json(tasks)) if tasks else "(all)",
-                    "n_samples": n, "n_completed": n_ok, "n_failed": n_failed,
+                    "n_planned": planned, "n_samples": n, "n_completed": n_ok, "n_failed": n_failed,
+                    "n_not_run": None if planned is None else max(planned - n, 0),
                     "created_at": created, "started_at": started, "completed_at": completed,
                     "duration_s": (completed - started) if completed is not None and started is not None else None,
                     "judge_model": judge, "error": error, "metadata": from_json(meta),
                 }
             )
         columns = [
-            "run_id", "name", "suite_version", "status", "models", "tasks", "n_samples", "n_completed", "n_failed",
-            "created_at", "started_at", "completed_at", "duration_s", "judge_model", "error", "metadata",
+            "run_id", "name", "suite_version", "status", "models", "tasks", "n_planned", "n_samples", "n_completed",
+            "n_failed", "n_not_run", "created_at", "started_at", "completed_at", "duration_s", "judge_model", "error",
+            "metadata",
         ]
         frame = pd.DataFrame.from_records(records, columns=columns)
+        for name in ("n_planned", "n_not_run"):  # <NA> for a run recorded before plans were
+            frame[name] = pd.array([r[name] for r in records], dtype="Int64")
         frame["name"] = pd.Series([r["name"] for r in records], dtype="object")  # None stays None, not NaN
         for name in ("created_at", "started_at", "completed_at"):
             frame[name] = pd.to_datetime(frame[name], unit="s", utc=True)
         frame["duration_s"] = frame["duration_s"].astype("Float64")
         return frame
+
+    def set_planned(self, run_id: str, planned: dict[str, dict[str, int]]) -> None:
+        """Record how many samples a run plans per task and model (``{task: {model: n}}``, items x
+        epochs): what `list_runs` and the metrics count the samples never run against."""
+        with self._transaction() as conn:
+            row = conn.execute("SELECT summary FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
+            summary = from_json(row[0]) or {}
+            summary["planned"] = {str(t): {str(m): int(n) for m, n in per.items()} for t, per in planned.items()}
+            conn.execute("UPDATE runs SET summary = ? WHERE run_id = ?", (to_json(summary), run_id))
+
+    def planned(self, run_id: str) -> dict[str, dict[str, int]] | None:
+        """`set_planned`'s counts ({task: {model: n}}), or None for a run recorded before them."""
+        rows = self._rows("SELECT summary FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
+        return (from_json(rows[0][0]) or {}).get("planned")
 
     def latest_run_id(self) -> str | None:
         """The id of the newest run (by creation time), or None when the store has none."""
@@ -486,3 +511,11 @@ class RunRecords:
             conn.execute("DELETE FROM judge_calls WHERE run_id = ?", (run_id,))
         with _ACTIVE_LOCK:
             _ACTIVE_RUNS.discard(run_id)
+
+
+def _planned_total(summary: Any) -> int | None:
+    """The samples a run planned in all (from its summary's ``planned``), None when not recorded."""
+    planned = (from_json(summary) or {}).get("planned") if summary else None
+    if not isinstance(planned, dict):
+        return None
+    return sum(int(n) for per in planned.values() if isinstance(per, dict) for n in per.values())

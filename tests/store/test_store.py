@@ -310,8 +310,9 @@ def test_list_runs_dataframe(store):
     import pandas as pd
 
     assert list(store.list_runs().columns) == [
-        "run_id", "name", "suite_version", "status", "models", "tasks", "n_samples", "n_completed", "n_failed",
-        "created_at", "started_at", "completed_at", "duration_s", "judge_model", "error", "metadata",
+        "run_id", "name", "suite_version", "status", "models", "tasks", "n_planned", "n_samples", "n_completed",
+        "n_failed", "n_not_run", "created_at", "started_at", "completed_at", "duration_s", "judge_model", "error",
+        "metadata",
     ]
     first = make_run(store)
     second = make_run(store, models=[{"name": "gpt", "label": "G"}], task_ids=["qa", "math"], name="v2: neutral defined")
@@ -321,6 +322,11 @@ def test_list_runs_dataframe(store):
     assert runs["run_id"].tolist() == [second, first]  # newest first (same second: insertion order)
     row = runs.set_index("run_id").loc[first]
     assert (row["n_samples"], row["n_completed"], row["n_failed"]) == (3, 1, 1)
+    assert pd.isna(row["n_planned"]) and pd.isna(row["n_not_run"])  # recorded without a plan
+    store.set_planned(first, {"qa": {"m1": 60, "m2": 60}})
+    row = store.list_runs().set_index("run_id").loc[first]
+    assert (row["n_planned"], row["n_samples"], row["n_completed"], row["n_not_run"]) == (120, 3, 1, 117)
+    assert store.planned(first) == {"qa": {"m1": 60, "m2": 60}} and store.planned(second) is None
     assert row["models"] == "m1, m2" and row["tasks"] == "(all)" and row["status"] == "completed"
     assert runs.set_index("run_id").loc[second, "tasks"] == "qa, math"
     assert runs.set_index("run_id").loc[second, "name"] == "v2: neutral defined"
