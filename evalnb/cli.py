@@ -447,14 +447,11 @@ def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
 
 def _check_keys(models: list[Model]) -> None:
     """Fail before the run, not with a 401 per sample, when a key's variable is unset."""
-    missing: dict[str, list[str]] = {}
-    for m in models:
-        if m.key_env and not os.environ.get(m.key_env):
-            missing.setdefault(m.key_env, []).append(f"{m.name} at {m.base_url}")
-    if missing:
-        raise CliError("; ".join(
-            f"environment variable {var} is not set (the API key for {', '.join(who)})" for var, who in missing.items()
-        ))
+    from evalnb.runner.fail_fast import missing_keys
+
+    problem = missing_keys(models)
+    if problem:
+        raise CliError(problem)
 
 
 def _report_failures(result: RunResult, failed: int) -> None:

@@ -149,6 +149,7 @@ async def arun(
         judge_generation=judge_generation,
         max_cost_usd=max_cost_usd,
     )
+    check_keys(plan)
     return await RunEngine(plan, store=store, progress=progress).execute()
 
 
@@ -213,7 +214,19 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
     if max_cost_usd is not _KEEP:
         options["max_cost_usd"] = max_cost_usd
     plan = make_plan(suite, models, **options)
+    check_keys(plan)
     return await RunEngine(plan, store=store, progress=progress, run_id=run_id, force=force).execute()
+
+
+def check_keys(plan: Any) -> None:
+    """Refuse to start, before any call, when a model's key variable is unset (as the CLI does):
+    every call would fail with a 401, one per sample."""
+    from evalnb.errors import MissingKeyError
+    from evalnb.runner.fail_fast import missing_keys
+
+    problem = missing_keys([*plan.models, plan.judge_model, plan.embedding_model])
+    if problem:
+        raise MissingKeyError(f"{problem}; set it, or give the model its key with api_key=")
 
 
 def stored_options(record: dict[str, Any]) -> dict[str, Any]:

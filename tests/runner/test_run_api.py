@@ -54,3 +54,20 @@ def test_generation_fields_an_endpoint_does_not_take_are_warned_about_before_the
     with pytest.warns(UserWarning, match=r"generation: top_k not sent to gpt-4.1-mini \(its endpoint does not take"):
         evalnb.estimate(suite, [evalnb.Model("gpt-4.1-mini"), evalnb.Model("local", base_url="http://127.0.0.1:9/v1")],
                         generation={"top_k": 5})
+
+
+def test_an_unset_key_variable_is_refused_before_any_call_as_the_cli_does(make_suite, model_server, monkeypatch):
+    server = model_server()
+    monkeypatch.delenv("EVALNB_UNSET_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    suite = make_suite({"t": rows(100)})
+    with pytest.raises(evalnb.errors.MissingKeyError, match=r"environment variable EVALNB_UNSET_KEY is not set "
+                                                            r"\(the API key for m at http://127.0.0.1:\d+/v1\)"):
+        evalnb.run(suite, [evalnb.Model("m", base_url=server.base_url, api_key_env="EVALNB_UNSET_KEY")], progress=False)
+    with pytest.raises(evalnb.errors.MissingKeyError, match="OPENAI_API_KEY is not set"):
+        evalnb.run(suite, [evalnb.Model("m", base_url=server.base_url)], judge_model=evalnb.Model("gpt-4.1"),
+                   progress=False)
+    assert server.request_count == 0 and evalnb.runs().empty  # nothing called, no run recorded
+    keyed = evalnb.run(suite, [evalnb.Model("m", base_url=server.base_url, api_key_env="EVALNB_UNSET_KEY",
+                                            api_key="sk-given-in-code")], max_samples=2, progress=False)
+    assert keyed.status == "completed" and server.request_count == 2
