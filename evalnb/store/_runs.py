@@ -393,15 +393,31 @@ class RunRecords:
             raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
         return (from_json(rows[0][0]) or {}).get("planned")
 
+    def failure_reasons(self, run_id: str, limit: int = 3) -> list[tuple[str, int]]:
+        """The commonest reasons samples failed or were not run, with their counts, most first:
+        what the CLI, the result's repr and the panel show instead of only "60 failed"."""
+        rows = self._rows(
+            "SELECT json_extract(error, '$.message') AS m, count(*) AS n FROM samples "
+            "WHERE run_id = ? AND status IN ('failed', 'not_run') AND error IS NOT NULL "
+            "GROUP BY m ORDER BY n DESC, m LIMIT ?", (run_id, int(limit)))
+        return [(str(m), int(n)) for m, n in rows if m is not None]
+
+    def failed_errors(self, run_id: str) -> list[tuple[str, str, int, int, Any]]:
+        """(task_id, model, sample_index, epoch, error) of every failed or not-run sample of a run."""
+        return [(t, m, i, e, from_json(err)) for t, m, i, e, err in self._rows(
+            "SELECT task_id, model, sample_index, epoch, error FROM samples WHERE run_id = ? "
+            "AND status IN ('failed', 'not_run')", (run_id,))]
+
     def latest_run_id(self) -> str | None:
         """The id of the newest run (by creation time), or None when the store has none."""
         rows = self._rows("SELECT run_id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1")
         return rows[0][0] if rows else None
 
-    def claim_run(self, run_id: str, *, force: bool = False) -> dict[str, Any]:
+    def claim_run(self, run_id: str, *, force: bool = False, reopen: bool = False) -> dict[str, Any]:
         """Make this process the owner of a run to continue it: status `in_progress`, error cleared.
 
-        Refuses a completed run, and a run whose owner is another live process. An owner on
+        Refuses a completed run (unless ``reopen``: a resume that sends its failed samples
+        again), and a run whose owner is another live process. An owner on
         this machine is checked by pid (even `force` does not take a run from a live local
         process); one on another host counts as gone once its heartbeat (`updated_at`) is
         older than `STALE_AFTER_S`, or at once with `force=True`.
@@ -414,7 +430,7 @@ class RunRecords:
             if row is None:
                 raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
             status, pid, host, token, updated = row
-            if status == "completed":
+            if status == "completed" and not reopen:
                 raise EvalnbError(f"run {run_id} is completed; nothing to continue")
             mine = pid == me.pid and host == me.host and token == me.token
             if status in ("queued", "in_progress") and not mine and not _owner_gone(pid, host, token, updated, me):

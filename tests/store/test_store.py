@@ -1195,3 +1195,20 @@ def test_a_malformed_judge_call_is_refused_naming_its_sample(store):
     with pytest.raises(ValueError, match=r"judge call -1 of sample \(task_id='qa', model='m1', sample_index=0\)"):
         store.write_samples([sample(0, judge_calls=[_call(-1)])], run_id=run_id)
     assert store.samples(run_id) == []  # all or nothing
+
+
+def test_failure_reasons_and_failed_errors(store):
+    run_id = make_run(store)
+    refused = {"stage": "generation", "status": None, "message": "m1: connection error (ConnectError): refused"}
+    store.write_samples([sample(0, status="failed", error=refused), sample(1, status="failed", error=refused),
+                         sample(2, status="failed", error={"stage": "grading", "message": "KeyError: 'x'"}),
+                         sample(3)], run_id=run_id)
+    assert store.failure_reasons(run_id) == [(refused["message"], 2), ("KeyError: 'x'", 1)]
+    assert store.failure_reasons(run_id, limit=1) == [(refused["message"], 2)]
+    assert sorted(i for _, _, i, _, _ in store.failed_errors(run_id)) == [0, 1, 2]
+    assert {e["stage"] for *_, e in store.failed_errors(run_id)} == {"generation", "grading"}
+    store.update_run(run_id, status="completed")
+    with pytest.raises(EvalnbError, match="is completed"):
+        store.claim_run(run_id)
+    store.claim_run(run_id, reopen=True)  # a resume sending its failed samples again
+    assert store.get_run(run_id)["status"] == "in_progress"
