@@ -380,14 +380,16 @@ def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Name
         print(f"epochs: {result.epochs} (n counts items; an item's score is its mean over its epochs)")
     counts = result.run.get("counts") or {}
     failed = int(counts.get("failed") or 0)
+    not_run = int(counts.get("not_run") or 0)
     _print_cost(result)
-    print(f"run_id: {result.run_id}  status: {result.status}  samples: {counts.get('total', 0)}  failed: {failed}")
+    print(f"run_id: {result.run_id}  status: {result.status}  samples: {counts.get('total', 0)}  failed: {failed}"
+          + (f"  not run: {not_run}" if not_run else ""))
     if result.status == "stopped":
         _err(f"{result.run.get('error') or 'stopped by its budget'}; CLI: evalnb resume {result.run_id} --max-cost-usd USD")
     elif result.run.get("error"):
         _err(f"run error: {result.run['error']}")
-    if failed:
-        _report_failures(result, failed)
+    if failed or not_run:
+        _report_failures(result, failed, not_run)
     if interrupted is not None:
         _err(f"interrupted: {interrupted}; `evalnb resume {result.run_id}` (or the same `evalnb run`) continues it")
         return 130
@@ -454,7 +456,15 @@ def _check_keys(models: list[Model]) -> None:
         raise CliError(problem)
 
 
-def _report_failures(result: RunResult, failed: int) -> None:
+def _report_failures(result: RunResult, failed: int, not_run: int = 0) -> None:
+    reasons = result.failure_reasons()
+    if reasons:
+        what = f"{failed} sample(s) failed" + (f", {not_run} not run" if not_run else "")
+        _err(f"{what}; the commonest reasons:")
+        for reason, n in reasons:
+            print(f"  {n} x {_one_line(reason)}", file=sys.stderr)
+    if not failed:
+        return
     frame = result.samples
     bad = frame[frame["status"] == "failed"].head(3)
     _err(f"{failed} sample(s) failed, for example:")
@@ -617,18 +627,20 @@ def _find_run(store: Store, ref: str) -> str:
 
 def _print_metrics(result: RunResult) -> None:
     metrics = result.metrics
+    not_run = "n_not_run" in metrics.columns and bool(metrics["n_not_run"].any())
     rows, errors, missing = [], {}, {}
     for r in metrics.to_dict("records"):
         ci = f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]" if not math.isnan(r["ci_low"]) else "-"
         rows.append([r["task_id"], r["model"], r["metric"], str(r["n"]), str(r["n_failed"]), str(r["n_unscored"]),
-                     _num(r["mean"]), ci])
+                     _num(r["mean"]), ci, *([str(r["n_not_run"])] if not_run else [])])
         if not _missing(r.get("error")):
             errors[(r["task_id"], r["model"])] = r["error"]
         if r["n_missing_field"]:
             missing[(r["task_id"], r["model"])] = r["n_missing_field"]
     if rows:
-        headers = ["task", "model", "metric", "n", "n_failed", "n_unscored", "mean", "95% CI"]
-        print("\n".join(_table(headers, rows, right={3, 4, 5, 6})))
+        headers = ["task", "model", "metric", "n", "n_failed", "n_unscored", "mean", "95% CI",
+                   *(["n_not_run"] if not_run else [])]
+        print("\n".join(_table(headers, rows, right={3, 4, 5, 6, 8})))
     else:
         print("(no metrics)")
     for (task, model), error in errors.items():
