@@ -415,7 +415,7 @@ def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
     """
     from dataclasses import replace
 
-    from evalnb.runner.plan import as_model
+    from evalnb.runner.run_plan import as_model
 
     head, *rest = spec.split(",")
     options: dict[str, str] = {}

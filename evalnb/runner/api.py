@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from evalnb.aio import run_sync
 from evalnb.runner.progress import check_mode
 from evalnb.runner.engine import RunEngine
-from evalnb.runner.plan import make_plan, rebuild_model
+from evalnb.runner.run_plan import make_plan, rebuild_model
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -106,7 +106,7 @@ def estimate(
     import pandas as pd
 
     from evalnb.providers.pricing import estimate_tokens, worst_case_cost
-    from evalnb.runner.plan import make_plan
+    from evalnb.runner.run_plan import make_plan
 
     plan = make_plan(suite, models, generation=generation, task_ids=task_ids, max_samples=max_samples, epochs=epochs)
     gen = plan.generation
