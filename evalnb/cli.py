@@ -156,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=_positive, help="model calls in flight (default: the run's own)")
     p.add_argument("--max-cost-usd", type=_usd, metavar="USD",
                    help="a new budget for the whole run (what it spent before counts; default: the run's own)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="also send again the samples that failed for their own reasons (a 400 for that prompt, "
+                        "a grader error); by default only transport and provider failures and not-run samples are")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(handler=cmd_resume)
@@ -357,7 +360,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         run_id = _find_run(store, args.run_id)
     budget = {} if args.max_cost_usd is None else {"max_cost_usd": args.max_cost_usd}
     return _finish(_interruptible(lambda: resume(run_id, concurrency=args.concurrency, force=args.force,
-                                                 progress=False if args.no_progress else "text", **budget)), args)
+                                                 progress=False if args.no_progress else "text",
+                                                 retry_failed=args.retry_failed, **budget)), args)
 
 
 def _interruptible(start: Any) -> tuple[RunResult, BaseException | None]:

@@ -82,9 +82,15 @@ class RunProgress:
     budget: Any = None  # the run's `runner.budget.Budget`: spend so far and the limit
     reasons: Counter = field(default_factory=Counter)  # why samples failed or were not run -> how many
 
+    notes: list[str] = field(default_factory=list)  # what the run is doing, said once (a resume's plan)
+
     def warn(self, message: str) -> None:
         """Something the run goes on with but the user must see (a template field no row has)."""
         self.warnings.append(message)
+
+    def say(self, message: str) -> None:
+        """What the run is doing, said once above the counters (not a warning)."""
+        self.notes.append(message)
 
     def failed_because(self, reason: str) -> None:
         """Count one failed or not-run sample under its reason (the displays show the top ones)."""
@@ -127,9 +133,13 @@ class TextDisplay:
         self._last_line = ""
         self._last_print = 0.0
         self._warned = 0
+        self._said = 0
 
     def update(self, final: bool = False) -> None:
         p = self.progress
+        for message in p.notes[self._said:]:
+            self.stream.write(("\r" + " " * len(self._last_line) + "\r" if self.tty else "") + f"evalnb: {message}\n")
+        self._said = len(p.notes)
         for message in p.warnings[self._warned:]:  # each on its own line, above the progress line
             self.stream.write(("\r" + " " * len(self._last_line) + "\r" if self.tty else "")
                               + f"evalnb: warning: {message}\n")
@@ -206,9 +216,9 @@ class WidgetDisplay:
             f"<b>evalnb run</b> <code>{p.run_id}</code> — {p.status}, "
             f"{p.done}/{p.total} samples, {elapsed:.1f}s{spend}"
         )
-        if len(p.warnings) != self._warned:
-            self.warnings.value = _warnings_html(p.warnings)
-            self._warned = len(p.warnings)
+        if len(p.warnings) + len(p.notes) != self._warned:
+            self.warnings.value = _notes_html(p.notes) + _warnings_html(p.warnings)
+            self._warned = len(p.warnings) + len(p.notes)
         reasons = p.top_reasons()
         if reasons != self._reasons:
             self.reasons.value = _reasons_html(reasons)
@@ -242,7 +252,7 @@ class WidgetDisplay:
         return (
             f"<div class='evalnb-progress-static evalnb-static-widget'><b>evalnb run</b> <code>{html.escape(p.run_id)}</code>"
             f" — {html.escape(p.status)}, {p.done}/{p.total} samples"
-            f"{html.escape(', ' + p.spend) if p.spend else ''}{_warnings_html(p.warnings)}"
+            f"{html.escape(', ' + p.spend) if p.spend else ''}{_notes_html(p.notes)}{_warnings_html(p.warnings)}"
             f"<table><tr><th>model</th><th>done</th><th>detail</th></tr>{rows}</table>"
             f"{_reasons_html(p.top_reasons())}</div>"
         )
@@ -260,6 +270,12 @@ def _warnings_html(messages: list[str]) -> str:
     from evalnb.widgets._html import warning
 
     return "".join(warning(m) for m in messages)
+
+
+def _notes_html(messages: list[str]) -> str:
+    from evalnb.widgets._html import note
+
+    return "".join(note(m) for m in messages)
 
 
 def _reasons_html(reasons: str) -> str:

@@ -317,13 +317,18 @@ class RunRecords:
 
     def sample_counts(self, run_id: str) -> dict[str, int]:
         """{"total": n, "completed": n, "failed": n, ...} for every sample status."""
-        counts = dict.fromkeys(SAMPLE_STATUSES, 0)
+        counts = dict.fromkeys((x for x in SAMPLE_STATUSES if x != "not_run"), 0)  # not_run: only when there are
         for status, n in self._rows("SELECT status, count(*) FROM samples WHERE run_id = ? GROUP BY status", (run_id,)):
             counts[status] = n
         return {"total": sum(counts.values()), **counts}
 
     def list_runs(self, *, suite_version: str | None = None, status: str | None = None, limit: int | None = None) -> pd.DataFrame:
-        """Runs, newest first: one row each, with sample counts and UTC datetimes."""
+        """Runs, newest first: one row each, with sample counts and UTC datetimes.
+
+        ``n_planned``: the samples the run set out to make; ``n_samples`` those it made
+        (completed, failed or not graded yet); ``n_not_run`` the rest (<NA> for a run recorded
+        before plans were, unless it marked samples not run).
+        """
         import pandas as pd
 
         where, params = [], []
@@ -336,9 +341,10 @@ class RunRecords:
         sql = (
             "SELECT r.run_id, r.name, r.suite_version, r.status, r.models, r.task_ids, r.judge_model, r.created_at, "
             "r.started_at, r.completed_at, r.error, r.metadata, "
-            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id), "
+            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status != 'not_run'), "
             "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'completed'), "
             "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'failed'), "
+            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'not_run'), "
             "r.summary "
             "FROM runs r" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.created_at DESC, r.rowid DESC"
         )
@@ -347,7 +353,7 @@ class RunRecords:
             params.append(int(limit))
         records = []
         for (rid, name, sver, st, models, tasks, judge, created, started, completed, error, meta, n, n_ok, n_failed,
-             summary) in self._rows(sql, params):
+             n_marked, summary) in self._rows(sql, params):
             planned = _planned_total(summary)
             records.append(
                 {
@@ -355,7 +361,8 @@ class RunRecords:
                     "models": ", ".join(m["label"] for m in from_json(models)),
                     "tasks": ", ".join(from_json(tasks)) if tasks else "(all)",
                     "n_planned": planned, "n_samples": n, "n_completed": n_ok, "n_failed": n_failed,
-                    "n_not_run": None if planned is None else max(planned - n, 0),
+                    # marked not run (a stopped model), or never reached (cancelled, budget)
+                    "n_not_run": (n_marked or None) if planned is None else max(planned - n, 0),
                     "created_at": created, "started_at": started, "completed_at": completed,
                     "duration_s": (completed - started) if completed is not None and started is not None else None,
                     "judge_model": judge, "error": error, "metadata": from_json(meta),
