@@ -108,6 +108,7 @@ class RunEngine:
 
         self.budget = Budget(plan.max_cost_usd, spent=store.run_spend(self.run_id))
         self.progress.budget = self.budget
+        self.progress.scrub = store.scrub  # failure reasons quote errors: no key is shown either
         self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
         self.writer = store.writer(self.run_id)
         self.grading = GradingPipeline(plan=plan, tasks=self.tasks, store=store, run_id=self.run_id,
@@ -210,7 +211,7 @@ class RunEngine:
         if getattr(self, "display", None) is not None:
             self.progress.warn(message)
         else:
-            warnings.warn(message, UserWarning, stacklevel=2)
+            warnings.warn(self.store.scrub(message), UserWarning, stacklevel=2)
 
     def _budget_message(self) -> str:
         b = self.budget

@@ -83,10 +83,12 @@ class RunProgress:
     reasons: Counter = field(default_factory=Counter)  # why samples failed or were not run -> how many
 
     notes: list[str] = field(default_factory=list)  # what the run is doing, said once (a resume's plan)
+    # masks the run's keys in what is shown (the store's redaction): failure reasons quote errors
+    scrub: Callable[[str], str] = field(default=lambda text: text, repr=False)
 
     def warn(self, message: str) -> None:
         """Something the run goes on with but the user must see (a template field no row has)."""
-        self.warnings.append(message)
+        self.warnings.append(self.scrub(message))
 
     def say(self, message: str) -> None:
         """What the run is doing, said once above the counters (not a warning)."""
@@ -94,7 +96,7 @@ class RunProgress:
 
     def failed_because(self, reason: str) -> None:
         """Count one failed or not-run sample under its reason (the displays show the top ones)."""
-        self.reasons[" ".join(reason.split())[:200]] += 1
+        self.reasons[self.scrub(" ".join(reason.split())[:200])] += 1
 
     def top_reasons(self, n: int = 3) -> str:
         """``HTTP 401: bad key (97); ...``: the commonest reasons with their counts, or ""."""
