@@ -171,3 +171,25 @@ def test_a_run_warns_once_per_task_when_its_grader_returns_undeclared_score_name
     said = [str(w.message) for w in caught if "not among the task's metrics" in str(w.message)]
     assert said == ["task 't': the grader returned score(s) 'acc' that are not among the task's metrics (accuracy); "
                     "they are stored but not counted in result.metrics; 'acc': did you mean 'accuracy'?"]
+
+
+def test_the_panel_shows_the_stop_and_the_top_reasons_with_counts(make_suite, model_server, widget_displays):
+    server = model_server(faults=[Fault(status=403, body={"error": {"message": "no access"}})])
+    evalnb.run(make_suite({"t": rows(30)}), [Model("m", base_url=server.base_url)], concurrency=2)
+    (panel,) = widget_displays
+    assert "why" in panel.reasons.value and "HTTP 403: no access" in panel.reasons.value
+    assert "model &#x27;m&#x27; stopped after 3 consecutive failed calls (auth)" in panel.warnings.value
+    assert "not run" in panel.static_html()
+
+
+def test_cli_resume_retry_failed_sends_own_failures_again(make_suite, model_server, evalnb_home, capsys):
+    from evalnb.cli import main
+
+    server = model_server(faults=[Fault(status=400, match="ITEM-2:", times=1)])
+    first = evalnb.run(make_suite({"t": rows(4)}), [Model("good", base_url=server.base_url)], progress=False)
+    assert (first.samples.status == "failed").sum() == 1
+    before = server.request_count
+    assert main(["resume", first.run_id]) == 1  # nothing resendable: the 400 stays failed
+    assert server.request_count == before and "keeping 1 that failed for their own reasons" in capsys.readouterr().err
+    assert main(["resume", first.run_id, "--retry-failed"]) == 0
+    assert server.request_count == before + 1 and "status: completed" in capsys.readouterr().out
