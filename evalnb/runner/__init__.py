@@ -2,8 +2,9 @@
 runs it (``engine.py``), the item planner that decides a stretch of items at a time what is
 kept, copied, cached or called (``item_planner.py``), the executor interface (``executor.py``:
 how to write one) and the run as an executor sees it (``run_context.py``), the executors
-that make the calls: this process (``executors.py``) or Ray workers (``ray_executor.py`` on
-the driver, ``ray_worker.py`` in each worker), the grading pipeline (``grading_pipeline.py``),
+that make the calls: this process (``executors.py``), Ray workers (``ray_executor.py`` on
+the driver, ``ray_worker.py`` in each worker) or the provider's Batch API
+(``batch_executor.py``), the grading pipeline (``grading_pipeline.py``),
 progress display (``progress.py``), graders' model calls (``bridge.py``: the judge cache,
 records and cost), the cost budget (``budget.py``) and ``estimate`` (``preflight.py``: what a
 run would send and cost, before it runs). A sample is an `evalnb.sample.Sample` throughout.
@@ -13,6 +14,6 @@ The package is ``runner``, not ``run``: ``evalnb.run`` is the function users cal
 
 from __future__ import annotations
 
-from evalnb.runner.api import arun, load_run, resume, run, runs
+from evalnb.runner.api import arun, cancel, load_run, resume, run, runs
 
-__all__ = ["arun", "load_run", "resume", "run", "runs"]
+__all__ = ["arun", "cancel", "load_run", "resume", "run", "runs"]

@@ -1,6 +1,7 @@
-"""The executors that ship: this process (`LocalExecutor`), or Ray workers (`runner.ray_executor`).
+"""The executors that ship: this process (`LocalExecutor`), Ray workers (`runner.ray_executor`)
+or the provider's Batch API (`runner.batch_executor`).
 
-Both implement `runner.executor.Executor` and talk to the run only through its
+All implement `runner.executor.Executor` and talk to the run only through its
 `RunContext`; see `runner.executor` for the contract and how to write another.
 """
 
@@ -97,7 +98,15 @@ def _ray_from_record(record: dict[str, Any]) -> Any:
     return RayExecutor.from_record(record)
 
 
+def _batch_from_record(record: dict[str, Any]) -> Any:
+    from evalnb.runner.batch_executor import BatchExecutor
+
+    return BatchExecutor.from_record(record)
+
+
 EXECUTOR_TYPES["ray"] = _ray_from_record
+EXECUTOR_TYPES["batch"] = _batch_from_record
+EXECUTORS = "'local', 'ray', 'batch', or an executor such as evalnb.RayExecutor(...) or evalnb.BatchExecutor(...)"
 
 
 def _is_executor(value: Any) -> bool:
@@ -105,34 +114,38 @@ def _is_executor(value: Any) -> bool:
 
 
 def make_executor(value: Any) -> Any:
-    """The executor object for `RunPlan.executor` ("local", "ray", or an `Executor` such as a `RayExecutor`)."""
+    """The executor object for `RunPlan.executor` ("local", "ray", "batch", or an `Executor` object)."""
     if value is None or value == "local":
         return LocalExecutor()
     if value == "ray":
         from evalnb.runner.ray_executor import RayExecutor
 
         return RayExecutor()
+    if value == "batch":
+        from evalnb.runner.batch_executor import BatchExecutor
+
+        return BatchExecutor()
     if _is_executor(value):
         return value
-    raise ValueError(f"executor must be 'local', 'ray' or an evalnb.RayExecutor(...), got {value!r}")
+    raise ValueError(f"executor must be {EXECUTORS}, got {value!r}")
 
 
 def check_executor(value: Any) -> Any:
-    """`make_plan`'s check: "local", "ray", an `Executor` object, or a stored description of one."""
+    """`make_plan`'s check: "local", "ray", "batch", an `Executor` object, or a stored description of one."""
     if value is None or value == "local":
         return "local"
-    if value == "ray":
-        return "ray"
+    if value in ("ray", "batch"):
+        return value
     if isinstance(value, dict) and value.get("type") in EXECUTOR_TYPES:
         return EXECUTOR_TYPES[value["type"]](value)
     if _is_executor(value):
         return value
-    raise ValueError(f"executor must be 'local', 'ray' or an evalnb.RayExecutor(...), got {value!r}")
+    raise ValueError(f"executor must be {EXECUTORS}, got {value!r}")
 
 
 def executor_record(value: Any) -> Any:
     """How a run's executor is stored with its options (JSON; what `resume` runs with again)."""
-    if value in (None, "local", "ray"):
+    if value in (None, "local", "ray", "batch"):
         return value or "local"
     record = getattr(value, "record", None)
     return record() if record is not None else {"type": value.name}
