@@ -98,6 +98,7 @@ class RunContext:
             mp.in_flight -= 1
             self.fail(unit, str(exc), status=exc.status, latency_s=time.perf_counter() - started,
                       retryable=exc.retryable)
+            self._count_failure(unit, exc.status, str(exc))
             return
         finally:
             if limited:
@@ -127,18 +128,22 @@ class RunContext:
     def fail(self, unit: Unit, message: str, *, status: int | None = None, latency_s: float | None = None,
              retryable: bool | None = None) -> None:
         """`unit`'s call failed for good (retries spent): stored as a failed sample, with how long
-        it took (``latency_s``, retries included). Failures that hit every call of the model stop
-        it (`runner.fail_fast`): its remaining units are stored as not run."""
+        it took (``latency_s``, retries included)."""
         sample = self.sample(unit)
         sample.latency_s = latency_s
         error = {"stage": "generation", "message": message, "status": status}
         if retryable is not None:
             error["retryable"] = bool(retryable)
         self._grading.record(sample, error=error)
-        if self.fail_fast is not None:
-            reason = self.fail_fast.call_failed(unit.model.label, status, message)
-            if reason is not None:
-                self.progress.warn(f"{reason}; its remaining calls are not made (a resume sends them)")
+
+    def _count_failure(self, unit: Unit, status: int | None, message: str) -> None:
+        """A call made here failed: failures that hit every call of the model stop it
+        (`runner.fail_fast`); its remaining units reach `call` and are stored as not run."""
+        if self.fail_fast is None:
+            return
+        reason = self.fail_fast.call_failed(unit.model.label, status, message)
+        if reason is not None:
+            self.progress.warn(f"{reason}; its remaining calls are not made (a resume sends them)")
 
     def not_run(self, unit: Unit, reason: str) -> None:
         """`unit` is not called (its model or task was stopped): stored as not run, with why."""
