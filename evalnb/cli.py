@@ -100,12 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", parents=[common],
                        help="check a manifest, its data and its code; list every problem a run would hit")
     p.add_argument("file", help="suite manifest (.json, .yaml, .yml)")
+    _allow_paths_flag(p)
     p.add_argument("--schema-only", action="store_true",
                    help="check the manifest alone: read no rows, load no code")
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("preview", parents=[common], help="show the prompt, target and row of an item")
     p.add_argument("file", help="suite manifest")
+    _allow_paths_flag(p)
     p.add_argument("--task", help="task id (default: the first task)")
     p.add_argument("--index", type=_non_negative, default=0, help="item index (default 0)")
     p.add_argument("--limit", type=_positive, default=1, help="how many items from --index (default 1)")
@@ -114,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", parents=[common], help="run a suite against models and print its metrics")
     p.add_argument("file", help="suite manifest")
+    _allow_paths_flag(p)
     p.add_argument("--model", action="append", required=True, metavar="NAME[@BASE_URL][,api=chat][,label=X]",
                    help="candidate model (repeat for several); without @BASE_URL: OpenAI. Options after commas "
                         "are this model's own: api=chat|responses, label=X (its name in the results), "
@@ -275,7 +278,7 @@ def _json_object(text: str) -> dict[str, Any]:
 def cmd_validate(args: argparse.Namespace) -> int:
     from evalnb.suite.manifest import dataset_kind
 
-    suite = _load_suite(args.file)
+    suite = _load_suite(args.file, args.allow_paths_outside)
     problems = [] if args.schema_only else suite.validate()
     if problems:
         noun = "problem" if len(problems) == 1 else "problems"
@@ -287,7 +290,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_suite(path: str) -> Suite:
+def _allow_paths_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-paths-outside", action="store_true",
+                        help="let the manifest's local dataset and few-shot paths leave its folder "
+                             "(absolute, ~, ..); only for a manifest you trust")
+
+
+def _load_suite(path: str, allow_paths_outside: bool = False) -> Suite:
     """The suite in `path`, or every manifest problem on stderr and exit 1."""
     from evalnb.suite import Suite
 
@@ -297,7 +306,7 @@ def _load_suite(path: str) -> Suite:
     if not file.is_file():
         raise CliError(f"{path}: not a file")
     try:
-        return Suite.from_file(file)
+        return Suite.from_file(file, allow_paths_outside=allow_paths_outside)
     except ManifestError as exc:
         noun = "problem" if len(exc.errors) == 1 else "problems"
         lines = [f"{path}: invalid manifest ({len(exc.errors)} {noun})"]
@@ -306,7 +315,7 @@ def _load_suite(path: str) -> Suite:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    suite = _load_suite(args.file)
+    suite = _load_suite(args.file, args.allow_paths_outside)
     task = suite.task(args.task) if args.task else suite.tasks[0]
     items = suite.items(task.id, limit=args.index + args.limit)
     if args.index >= len(items):
@@ -338,7 +347,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from evalnb.runner.api import run
 
-    suite = _load_suite(args.file)
+    suite = _load_suite(args.file, args.allow_paths_outside)
     models = [_model(spec, args, "model") for spec in args.model]
     judge = _model(args.judge_model, args, "judge_model") if args.judge_model else None
     embedding = _model(args.embedding_model, args, "embedding_model") if args.embedding_model else None

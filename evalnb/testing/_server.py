@@ -80,7 +80,8 @@ class LocalModelServer:
     ``max_concurrency`` caps how many model calls are worked on at once, like a real deployment's
     batch slots: further requests queue (their latency starts when a slot frees), so a
     latency-bound server serves at most ``max_concurrency / latency`` calls a second however
-    hard it is pushed.
+    hard it is pushed. ``ssl`` (a server-side ``ssl.SSLContext``) serves HTTPS instead: `url`
+    then starts with ``https://`` (tests of certificates and proxy tunnels).
 
     >>> with LocalModelServer({"capital of France": "Paris"}) as server:
     ...     url = server.base_url          # "http://127.0.0.1:<port>/v1"
@@ -103,6 +104,7 @@ class LocalModelServer:
         echo_headers: Sequence[str] = (),
         max_concurrency: int | None = None,
         usage: Mapping[str, int] | Callable[[dict, str], Mapping[str, int] | None] | None = None,
+        ssl: Any = None,
         batch_delay: float = 0.0,
         batch_faults: Sequence[BatchFault] | None = None,
     ):
@@ -130,6 +132,7 @@ class LocalModelServer:
         # appended to every answer (tests of what happens to an echoed key)
         self.echo_headers = tuple(h.lower() for h in echo_headers)
         self._requested_port = port
+        self._ssl = ssl
         self._schedule = FaultSchedule(faults)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -147,10 +150,10 @@ class LocalModelServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT`` (no ``/v1``)."""
+        """``http://127.0.0.1:PORT`` (no ``/v1``; ``https://`` with ``ssl``)."""
         if self._port is None:
             raise RuntimeError("LocalModelServer is not running: call start() or use `with`")
-        return f"http://127.0.0.1:{self._port}"
+        return f"{'https' if self._ssl is not None else 'http'}://127.0.0.1:{self._port}"
 
     @property
     def port(self) -> int | None:
@@ -176,6 +179,11 @@ class LocalModelServer:
         if path is None:
             return self._served
         return self._by_path.get(path, 0)
+
+    @property
+    def connections(self) -> int:
+        """Connections accepted since start or `reset`: fewer than requests when kept alive."""
+        return self._accepted
 
     @property
     def uploads(self) -> int:
@@ -216,6 +224,7 @@ class LocalModelServer:
         self._busy = 0
         self._max_busy = 0
         self._served = 0
+        self._accepted = 0
         self._by_path: dict[str, int] = {}
         self._batch_n = 0  # reply ids of batched requests
         self._rng = random.Random(self._seed)
@@ -288,12 +297,13 @@ class LocalModelServer:
 
         def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             # our own tasks (not asyncio's wrapper), so stop() can cancel them quietly
+            self._accepted += 1
             task = asyncio.get_running_loop().create_task(self._connection(reader, writer))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
 
         server = await asyncio.start_server(
-            on_connect, "127.0.0.1", self._requested_port, backlog=2048
+            on_connect, "127.0.0.1", self._requested_port, backlog=2048, ssl=self._ssl
         )
         self._port = server.sockets[0].getsockname()[1]
         ready.set()
