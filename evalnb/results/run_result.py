@@ -41,7 +41,8 @@ __all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
 from evalnb.results.frames import SAMPLE_COLUMNS, lean_frame, metric_columns, metric_specs, samples_frame  # noqa: E402
 
 METRICS_COLUMNS = (
-    "task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_missing_field", "epochs", "mean", "stderr",
+    "task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_not_run", "n_missing_field", "epochs", "mean",
+    "stderr",
     "ci_low", "ci_high", "higher_is_better", "aggregation", "source", "error",
 )
 _SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
@@ -66,14 +67,16 @@ def _task_model_rows(
     task: str, model: str, part: pd.DataFrame | None, specs: list[dict[str, Any]], columns: Mapping[str, str],
     batch: Mapping[str, Any], batch_ids: list[str], *, epochs: int = 1, confidence: float = 0.95,
     clusters: Mapping[tuple[str, int], Any] | None = None, cluster_by: str | None = None,
-    n_missing_field: int = 0,
+    n_missing_field: int = 0, planned: int | None = None,
 ) -> list[dict[str, Any]]:
     """The metrics rows of one (task, model): sample metrics, then batch metrics over them.
 
     Each item is reduced to one score first (its mean over epochs); with ``clusters`` the
     stderr is the CR1 cluster-robust one over those item scores. ``n_unscored`` counts the
     samples that neither failed nor have a value: the grader returned None/NaN for the
-    metric, or a stopped run never graded them.
+    metric, or a stopped run never graded them. ``n_not_run`` counts the samples never run: those
+    marked so (a stopped model or task) and, against ``planned``, those a cancelled or
+    budget-stopped run never reached.
     """
     from evalnb.results import stats
     from evalnb.results.epochs import item_values, pass_at_k_ks, pass_at_k_means
@@ -83,12 +86,16 @@ def _task_model_rows(
     ks = pass_at_k_ks(epochs)
     if part is None:
         failed = kept = None
-        n_failed = 0
+        n_failed = n_marked = 0
     else:
         failed = part["status"] == "failed"
-        kept = part[~failed]  # scored or unscored
-        n_failed = int(failed.sum())
-    base = {"task_id": task, "model": model, "n_failed": n_failed, "n_missing_field": n_missing_field,
+        not_run = part["status"] == "not_run"
+        kept = part[~failed & ~not_run]  # scored or unscored
+        n_failed, n_marked = int(failed.sum()), int(not_run.sum())
+    stored = 0 if part is None else len(part)
+    n_not_run = n_marked + (max(planned - stored, 0) if planned is not None else 0)
+    base = {"task_id": task, "model": model, "n_failed": n_failed, "n_not_run": n_not_run,
+            "n_missing_field": n_missing_field,
             "epochs": epochs, "stderr": math.nan, "ci_low": math.nan, "ci_high": math.nan, "aggregation": "mean",
             "error": None, "n_clusters": None, **{f"pass_at_{k}": math.nan for k in ks}}
     better = {spec["id"]: bool(spec["higher_is_better"]) for spec in specs}
@@ -417,8 +424,9 @@ class RunResult(JudgeCostViews, ReportViews):
         its epochs), so `n` counts items with a value and `stderr` is over those item scores;
         `n_failed` counts failed samples (every failed ask) and `n_unscored` the samples that
         neither failed nor have a value (the grader returned None/NaN, or a stopped run never
-        graded them): with one epoch, n + n_failed + n_unscored is every sample of the task
-        and model. `n_missing_field` counts the samples whose prompt or target template named a
+        graded them), `n_not_run` the samples never run (a stopped model or task, a cancelled or
+        budget-stopped run): with one epoch, n + n_failed + n_unscored + n_not_run is every
+        planned sample of the task and model. `n_missing_field` counts the samples whose prompt or target template named a
         field their row lacks (rendered as ""). `aggregation: "none"` reports n alone. A batch
         grader's metrics replace same-named rows (source "batch", no stderr or interval) and
         its error is shown on every row of that task and model. A run with epochs also gets
@@ -456,6 +464,7 @@ class RunResult(JudgeCostViews, ReportViews):
 
         frame, columns = self._lean
         missing = self._missing_field_counts()
+        planned = (self._run.get("summary") or {}).get("planned") or {}
         specs = self._specs()
         epochs = self.epochs
         batch = {(t["task_id"], t["model"]): t for t in self._task_metrics}
@@ -471,14 +480,16 @@ class RunResult(JudgeCostViews, ReportViews):
                 rows.extend(_task_model_rows(task, model, part, specs.get(task, []), columns,
                                              batch.get((task, model)) or {}, batch_ids.get(task) or ["score"],
                                              epochs=epochs, confidence=confidence, clusters=clusters,
-                                             cluster_by=cluster_by, n_missing_field=missing.get((task, model), 0)))
+                                             cluster_by=cluster_by, n_missing_field=missing.get((task, model), 0),
+                                             planned=(planned.get(task) or {}).get(model)))
         order = list(METRICS_COLUMNS)
         order.insert(order.index("n") + 1, "n_clusters")
         order += [f"pass_at_{k}" for k in pass_at_k_ks(epochs)]
         table = pd.DataFrame.from_records(rows, columns=order)
         table["error"] = pd.Series([r["error"] for r in rows], dtype="object")
         table["n_clusters"] = pd.array([r.get("n_clusters") for r in rows], dtype="Int64")
-        return table.astype({"n": "int64", "n_failed": "int64", "n_unscored": "int64", "n_missing_field": "int64",
+        return table.astype({"n": "int64", "n_failed": "int64", "n_unscored": "int64", "n_not_run": "int64",
+                             "n_missing_field": "int64",
                              "epochs": "int64", "mean": "float64", "stderr": "float64", "ci_low": "float64",
                              "ci_high": "float64", "higher_is_better": "bool"})
 
@@ -613,8 +624,23 @@ class RunResult(JudgeCostViews, ReportViews):
         # Cheap on purpose: asyncio and debuggers repr results freely; `print(result)` or
         # `result.summary()` gives the full report.
         counts = self._run.get("counts") or {}
+        not_run = f" not_run={counts['not_run']}" if counts.get("not_run") else ""
+        reasons = self.failure_reasons(1) if counts.get("failed") or counts.get("not_run") else []
+        why = f": {reasons[0][0]} ({reasons[0][1]})" if reasons else ""
         return (f"<RunResult {self.run_id or '(not stored)'} status={self.status or 'unknown'} "
-                f"samples={counts.get('total', '?')} failed={counts.get('failed', '?')}>")
+                f"samples={counts.get('total', '?')} failed={counts.get('failed', '?')}{not_run}{why}>")
+
+    def failure_reasons(self, limit: int = 3) -> list[tuple[str, int]]:
+        """The commonest reasons samples failed or were not run, with counts, most first:
+        ``[("model 'm' stopped after 3 consecutive failed calls (auth): HTTP 401: ...", 97), ...]``."""
+        if self._store is not None and self._run_id is not None:
+            return self._store.failure_reasons(self._run_id, limit)
+        from collections import Counter
+
+        frame = self._frame[0]
+        errors = frame.loc[frame["status"].isin(["failed", "not_run"]), "error"]
+        found = Counter(e.get("message") for e in errors if isinstance(e, dict) and e.get("message"))
+        return found.most_common(limit)
 
     def browse(self, filter: str | None = None, *, models: list[str] | None = None,
                baseline: RunResult | None = None, epoch: int | None = None) -> Any:

@@ -14,6 +14,7 @@ the same thing again: its finished samples are kept, the rest are done.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from evalnb.aio import run_sync
@@ -29,8 +30,29 @@ if TYPE_CHECKING:
     from evalnb.results.run_result import RunResult
 
 
-def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResult":
-    """Run `suite` against `models` and return the result; works in scripts and in Jupyter.
+def run(
+    suite: "Suite",
+    models: Sequence[Any] | Any,
+    *,
+    generation: Any = None,
+    concurrency: int = 4,
+    task_ids: Sequence[str] | None = None,
+    max_samples: int | None = None,
+    judge_model: Any = None,
+    embedding_model: Any = None,
+    grader_concurrency: int | None = None,
+    metadata: dict[str, Any] | None = None,
+    reuse: bool = True,
+    allow_network: bool | Sequence[str] = False,
+    progress: bool | str | None = None,
+    store: Any = None,
+    epochs: int = 1,
+    name: str | None = None,
+    executor: Any = "local",
+    judge_generation: Any = None,
+    max_cost_usd: float | None = None,
+) -> "RunResult":
+    """Run `suite` against `models` (`evalnb.Model`s) and return the result; works in scripts and in Jupyter.
 
     Options: ``generation`` (dict), ``concurrency`` (1-25, default 4), ``task_ids``,
     ``max_samples``, ``epochs`` (1-100, default 1: how many times each item is asked, each
@@ -57,7 +79,12 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
     blocked cell only sees the click after it ends).
     """
     preload.start()  # pandas loads while the run is checked and set up (see runner.preload)
-    return _raise_if_interrupted(run_sync(arun(suite, models, **options)))
+    return _raise_if_interrupted(run_sync(arun(
+        suite, models, generation=generation, concurrency=concurrency, task_ids=task_ids, max_samples=max_samples,
+        judge_model=judge_model, embedding_model=embedding_model, grader_concurrency=grader_concurrency,
+        metadata=metadata, reuse=reuse, allow_network=allow_network, progress=progress, store=store, epochs=epochs,
+        name=name, executor=executor, judge_generation=judge_generation, max_cost_usd=max_cost_usd,
+    )))
 
 
 def _raise_if_interrupted(result: "RunResult") -> "RunResult":
@@ -126,6 +153,7 @@ async def arun(
         judge_generation=judge_generation,
         max_cost_usd=max_cost_usd,
     )
+    check_keys(plan)
     return await RunEngine(plan, store=store, progress=progress).execute()
 
 
@@ -135,10 +163,15 @@ _KEEP = object()  # resume(max_cost_usd=...) not given: the run's own budget
 def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
            store: Any = None, concurrency: int | None = None, judge_model: Any = None,
            embedding_model: Any = None, force: bool = False, executor: Any = None,
-           max_cost_usd: Any = _KEEP) -> "RunResult":
+           max_cost_usd: Any = _KEEP, retry_failed: bool = False) -> "RunResult":
     """Continue a run that died, failed, was cancelled or was stopped by its budget, under the same run id.
 
-    Finished samples are kept; the rest are done with the run's own stored options
+    Completed samples are kept. Samples that failed for the transport's or the provider's
+    reasons (connection errors, timeouts, 5xx, 408/409/429, 401/403/404) and samples not run
+    (a stopped model or task) are sent again, also for a run that ended ``completed``, and the
+    progress display says how many; samples that failed for their own reasons (a 400 for that
+    prompt, an extraction or grader error) stay failed unless ``retry_failed=True``. The rest
+    (never reached: a cancelled or budget-stopped run) are done with the run's own stored options
     (generation, ``epochs``, ``reuse``, ``grader_concurrency``, ``allow_network``,
     ``judge_generation``, ``max_cost_usd``, ...). ``max_cost_usd=Y`` gives the run a new budget
     (for the whole run: what it spent before counts; None removes it). Models (and the
@@ -157,22 +190,29 @@ def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool |
     return _raise_if_interrupted(run_sync(aresume(run_id, models=models, progress=progress, store=store,
                                                   concurrency=concurrency, judge_model=judge_model,
                                                   embedding_model=embedding_model, force=force,
-                                                  executor=executor, max_cost_usd=max_cost_usd)))
+                                                  executor=executor, max_cost_usd=max_cost_usd,
+                                                  retry_failed=retry_failed)))
 
 
 async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
                   store: Any = None, concurrency: int | None = None, judge_model: Any = None,
                   embedding_model: Any = None, force: bool = False, executor: Any = None,
-                  max_cost_usd: Any = _KEEP) -> "RunResult":
+                  max_cost_usd: Any = _KEEP, retry_failed: bool = False) -> "RunResult":
     from evalnb.suite import Suite
     from evalnb.store import Store
 
     check_mode(progress)
     store = store or Store()
     record = store.get_run(run_id)
-    if record["status"] == "completed":
+    again, kept = _failures_to_resend(store, run_id, retry_failed)
+    note = _resume_note(run_id, again, kept, retry_failed)
+    if record["status"] == "completed" and not again:
         from evalnb.results.run_result import RunResult
 
+        if progress is not False and progress != "none":
+            import sys
+
+            print(f"evalnb: {note}", file=sys.stderr)
         return RunResult(store, run_id)
     manifest = store.get_suite(record["suite_version"])
     summary = record.get("summary") or {}
@@ -191,7 +231,56 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
     if max_cost_usd is not _KEEP:
         options["max_cost_usd"] = max_cost_usd
     plan = make_plan(suite, models, **options)
-    return await RunEngine(plan, store=store, progress=progress, run_id=run_id, force=force).execute()
+    check_keys(plan)
+    return await RunEngine(plan, store=store, progress=progress, run_id=run_id, force=force,
+                           reopen=record["status"] == "completed", retry_failed=retry_failed,
+                           note=note).execute()
+
+
+def _failures_to_resend(store: Any, run_id: str, retry_failed: bool) -> tuple[Counter, int]:
+    """The run's failed and not-run samples a resume sends again (by kind) and how many it keeps."""
+    from evalnb.runner.fail_fast import failure_kind, resendable
+
+    again: Counter = Counter()
+    kept = 0
+    for *_, error in store.failed_errors(run_id):
+        if retry_failed or resendable(error):
+            error = error if isinstance(error, dict) else {}
+            if error.get("stage") == "not_run":
+                kind = "not run"
+            elif error.get("stage") == "generation":
+                kind = failure_kind(error.get("status"), str(error.get("message") or "")) or (
+                    f"HTTP {error['status']}" if error.get("status") else "failed")
+            else:
+                kind = f"{error.get('stage') or 'failed'} error"
+            again[kind] += 1
+        else:
+            kept += 1
+    return again, kept
+
+
+def _resume_note(run_id: str, again: Counter, kept: int, retry_failed: bool) -> str:
+    """What a resume says it does with the failed samples (shown on the progress display)."""
+    if again:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in again.most_common())
+        text = f"resume {run_id}: sending again {sum(again.values())} sample(s) that failed or were not run ({kinds})"
+    else:
+        text = f"resume {run_id}: no failed or not-run sample to send again"
+    if kept and not retry_failed:
+        text += (f"; keeping {kept} that failed for their own reasons (a 400 for that prompt, an extraction or "
+                 "grader error): retry_failed=True (--retry-failed) sends them too")
+    return text
+
+
+def check_keys(plan: Any) -> None:
+    """Refuse to start, before any call, when a model's key variable is unset (as the CLI does):
+    every call would fail with a 401, one per sample."""
+    from evalnb.errors import MissingKeyError
+    from evalnb.runner.fail_fast import missing_keys
+
+    problem = missing_keys([*plan.models, plan.judge_model, plan.embedding_model])
+    if problem:
+        raise MissingKeyError(f"{problem}; set it, or give the model its key with api_key=")
 
 
 def stored_options(record: dict[str, Any]) -> dict[str, Any]:

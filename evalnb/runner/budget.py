@@ -108,5 +108,11 @@ class Budget:
         """``$0.0123 spent`` (``of $5.00`` with a budget), for progress lines and errors."""
         text = f"${self.spent:.4f} spent"
         if self.limit is not None:
-            text += f" of ${self.limit:.2f}"
+            text += f" of {usd_as_given(self.limit)}"
         return text
+
+
+def usd_as_given(amount: float) -> str:
+    """``$5.00``, and ``$0.0004`` for a budget that cents would round away (not ``$0.00``)."""
+    cents = f"{amount:.2f}"
+    return f"${cents}" if float(cents) == amount else f"${amount:.12g}"

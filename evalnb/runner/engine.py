@@ -57,9 +57,15 @@ class RunEngine:
     """
 
     def __init__(self, plan: RunPlan, *, store: Any, progress: bool | str | None, run_id: str | None = None,
-                 force: bool = False):
+                 force: bool = False, reopen: bool = False, retry_failed: bool = False, note: str | None = None):
+        from evalnb.runner.fail_fast import FailFast
+
         self.plan = plan
         self._force = force
+        self._reopen = reopen  # a resume of a completed run whose failed samples are sent again
+        self._retry_failed = retry_failed  # resend samples that failed for their own reasons too
+        self._note = note  # what a resume says it is doing (shown on the progress display)
+        self.fail_fast = FailFast()
         self._store = store
         self._progress_mode = progress
         self.run_id = run_id
@@ -102,10 +108,14 @@ class RunEngine:
 
         self.budget = Budget(plan.max_cost_usd, spent=store.run_spend(self.run_id))
         self.progress.budget = self.budget
+        self.progress.scrub = store.scrub  # failure reasons quote errors: no key is shown either
         self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
         self.writer = store.writer(self.run_id)
         self.grading = GradingPipeline(plan=plan, tasks=self.tasks, store=store, run_id=self.run_id,
-                                       writer=self.writer, progress=self.progress)
+                                       writer=self.writer, progress=self.progress, fail_fast=self.fail_fast,
+                                       warn=self._warn)
+        if self._note:
+            self.progress.say(self._note)
         self.executor = self._executor_for(plan)
         ticker = asyncio.ensure_future(self._tick())
         status, error = "completed", None
@@ -115,6 +125,10 @@ class RunEngine:
             if self.task_errors:
                 status = "failed"
                 error = "; ".join(f"task {t!r}: {m}" for t, m in self.task_errors.items())
+            stops = self._stop_reasons()
+            if stops:
+                status = "failed"
+                error = "; ".join(x for x in (error, stops) if x)
             if self.budget.exhausted:
                 status = "stopped"
                 error = "; ".join(x for x in (self._budget_message(), error) if x)
@@ -158,7 +172,7 @@ class RunEngine:
             self.run_id = store.find_resumable_run(suite.version, **args) if plan.reuse else None
         self._continuing = self.run_id is not None  # it may hold answers of its own already
         if self.run_id is not None:
-            store.claim_run(self.run_id, force=self._force)
+            store.claim_run(self.run_id, force=self._force, reopen=self._reopen)
         else:
             self.run_id = store.create_run(
                 suite.version, concurrency=plan.concurrency, metadata=plan.metadata, status="in_progress", **args
@@ -174,6 +188,30 @@ class RunEngine:
             "options": plan.stored_options(),
         }, **named)
         self.progress.run_id = self.run_id
+
+    def _stop_reasons(self) -> str | None:
+        """Why the run must not read `completed`: models or tasks stopped early, or not one sample
+        succeeded; with the commonest reasons and their counts."""
+        ff = self.fail_fast
+        stopped = [*ff.stopped_models.values(), *ff.stopped_tasks.values()]
+        models = self.progress.models.values()
+        succeeded = sum(m.done - m.failed - m.not_run for m in models)
+        tried = sum(m.failed + m.not_run for m in models)
+        if not stopped and (succeeded or not tried):
+            return None
+        parts = stopped if stopped else [f"no sample succeeded ({tried} failed or not run)"]
+        top = self.progress.top_reasons()
+        text = "; ".join(parts) + (f"; top reasons: {top}" if top else "")
+        return text + f"; evalnb.resume({self.run_id!r}) sends the failed and not-run samples again"
+
+    def _warn(self, message: str) -> None:
+        """Say something the run goes on with: on the progress display, else as a UserWarning."""
+        import warnings
+
+        if getattr(self, "display", None) is not None:
+            self.progress.warn(message)
+        else:
+            warnings.warn(self.store.scrub(message), UserWarning, stacklevel=2)
 
     def _budget_message(self) -> str:
         b = self.budget
@@ -266,7 +304,9 @@ class RunEngine:
             on_call=self._judge_called,
         )
         previous = self.store.previous_identical_run(self.run_id) if plan.reuse else None
-        self.planner = planner = Planner(plan, self.store, self.run_id, continuing=self._continuing, previous=previous)
+        self.planner = planner = Planner(plan, self.store, self.run_id, continuing=self._continuing, previous=previous,
+                                         retry_failed=self._retry_failed)
+        planned: dict[str, dict[str, int]] = {}
         # errors an earlier attempt of this run recorded for a task (e.g. a dataset download
         # that failed); cleared below for every task that starts this time
         stale = {(t["task_id"], t["model"]) for t in self.store.task_metrics(self.run_id) if t["error"]}
@@ -293,7 +333,9 @@ class RunEngine:
                                                  metric=metric, on_rows=missing.add)
                 if seen.items is not None:  # a task of up to KEEP_ITEMS items: walk them again from memory
                     source = seen.items.__iter__
+                planned[task_id] = {m.label: survey.n_items * plan.epochs for m in plan.models}
                 await check
+                _check_judge(task, plan, survey.n_items * plan.epochs * len(plan.models))
             except Exception as exc:  # noqa: BLE001 - a task that cannot start fails alone
                 self.task_errors[task_id] = f"{type(exc).__name__}: {exc}"
                 for model in plan.models:  # task metrics are keyed by model: one error row each
@@ -322,6 +364,7 @@ class RunEngine:
                 mp.metric_sum += total
                 mp.metric_n += n
             self.tasks[task_id] = state
+        self.store.set_planned(self.run_id, planned)  # what runs() and n_not_run count against
         self._paid = self.store.paid_samples(self.run_id)  # calls an earlier attempt made and paid for
         self._make_clients()  # after the rows and graders: the client code loads meanwhile (see preload)
 
@@ -403,7 +446,7 @@ class RunEngine:
         self.context = RunContext(plan=self.plan, run_id=self.run_id, store=self.store, writer=self.writer,
                                   progress=self.progress, budget=self.budget, tasks=self.tasks, grading=grading,
                                   clients=self.clients, paid=self._paid, executor_name=executor.name,
-                                  on_judge_call=self._judge_called)
+                                  on_judge_call=self._judge_called, fail_fast=self.fail_fast)
         dispatcher = asyncio.ensure_future(grading.dispatch())
         await executor.start(self.context)
         producer = asyncio.ensure_future(self._produce(executor))
@@ -490,6 +533,21 @@ def _preprocessor(pool: Any) -> Any:
         return preprocess(task, rows, pool=pool)
 
     return run
+
+
+def _check_judge(task: Any, plan: RunPlan, n_samples: int) -> None:
+    """A grader that calls ``ctx.responses_create`` fails every sample of a run without a judge
+    model: its task fails before any of its candidate calls is made (known up front)."""
+    from evalnb.runner.fail_fast import judge_needed
+
+    if plan.judge_model is not None:
+        return
+    line = judge_needed(task)
+    if line is not None:
+        raise RuntimeError(
+            f"its grader calls ctx.responses_create (grader source line {line}) but the run has no judge_model, so "
+            f"every sample would fail; none of its {n_samples} sample(s) was run: pass "
+            "judge_model=evalnb.Model(...) to evalnb.run (CLI: --judge-model)")
 
 
 def _settle(task: asyncio.Future | None) -> None:

@@ -22,9 +22,12 @@ class GradingPipeline:
     """Grades and records one run's samples; ``tasks`` is the engine's (filled while it prepares)."""
 
     def __init__(self, *, plan: Any, tasks: dict[str, Any], store: Any, run_id: str, writer: Any,
-                 progress: Any) -> None:
+                 progress: Any, fail_fast: Any = None, warn: Any = None) -> None:
         self.plan, self.tasks, self.store, self.run_id = plan, tasks, store, run_id
         self.writer, self.progress = writer, progress
+        self.fail_fast = fail_fast  # `runner.fail_fast.FailFast`: a grader failing every sample stops its task
+        self._warn = warn  # (message) -> None: shown on the progress display, else a UserWarning
+        self._undeclared_warned: set[str] = set()  # tasks warned about score names not among their metrics
         self._queue: deque[tuple[Sample, Any]] = deque()  # (sample, its Item)
         self._event = asyncio.Event()
         self._generation_done = False
@@ -89,7 +92,16 @@ class GradingPipeline:
                 for s in samples:
                     self.record(s, error={"stage": "grading", "message": message})
                 return
+            self._check_names(state, grades)
+            ff = self.fail_fast
             for s, g in zip(samples, grades):
+                if ff is not None and not g.refused:
+                    if g.error:
+                        reason = ff.grade_failed(task_id, g.error)
+                        if reason is not None and self._warn is not None:
+                            self._warn(f"{reason}; its remaining calls are not made (a resume sends them)")
+                    else:
+                        ff.grade_succeeded(task_id)
                 if g.log is not None:
                     s.log = g.log  # what the grader printed, also for a sample it failed on
                 if g.calls:
@@ -110,6 +122,22 @@ class GradingPipeline:
             self.writer.add_samples([s for s, g in zip(samples, grades) if not g.refused])  # one hand-over per batch
         finally:
             slots.release()
+
+    def _check_names(self, state: Any, grades: list[Any]) -> None:
+        """Warn once per task when its grader returns score names the task does not declare:
+        they are stored, but `metrics` counts only declared ids (it would show n=0)."""
+        from evalnb.suite.metric_names import declared_ids, undeclared_message
+
+        task = state.task
+        if task.id in self._undeclared_warned or self._warn is None:
+            return
+        declared = declared_ids(task)
+        if not declared:
+            return
+        extra = sorted({name for g in grades if not g.error for name in g.scores if name not in declared})
+        if extra:
+            self._undeclared_warned.add(task.id)
+            self._warn(undeclared_message(task.id, extra, declared))
 
     async def _aggregate(self, task_id: str, label: str) -> None:
         """Run a batch grader over every finished sample of one task and model."""
@@ -157,12 +185,27 @@ class GradingPipeline:
         mp.done += 1
         if sample.status == "failed":
             mp.failed += 1
+            self.progress.failed_because(str(error.get("message") or error.get("stage") or "failed"))
         elif mp.metric is not None:
             value = sample.scores.get(mp.metric) if sample.scores else None
             if isinstance(value, (int, float)):
                 mp.metric_sum += float(value)
                 mp.metric_n += 1
         state.remaining[label] -= 1
+        if not state.per_sample and state.remaining[label] == 0:
+            self.spawn(self._aggregate(task_id, label))
+
+    def not_run(self, sample: Sample, reason: str) -> None:
+        """A sample not called (its model or task was stopped): stored as not run, with why."""
+        task_id, label = sample.task_id, sample.model
+        sample.status, sample.error = "not_run", {"stage": "not_run", "message": reason}
+        mp = self.progress.model(label)
+        mp.done += 1
+        mp.not_run += 1
+        self.progress.failed_because(reason)
+        state = self.tasks[task_id]
+        state.remaining[label] -= 1
+        self.writer.add(sample)
         if not state.per_sample and state.remaining[label] == 0:
             self.spawn(self._aggregate(task_id, label))
 

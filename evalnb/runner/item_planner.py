@@ -48,10 +48,15 @@ def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
 class Planner:
     """The survey and the work pass of one run (see the module docstring)."""
 
-    def __init__(self, plan: Any, store: Any, run_id: str, *, continuing: bool, previous: str | None) -> None:
+    def __init__(self, plan: Any, store: Any, run_id: str, *, continuing: bool, previous: str | None,
+                 retry_failed: bool = False) -> None:
         from evalnb.store import request_key_function
 
         self.plan, self.store, self.run_id = plan, store, run_id
+        # samples of this run that failed for their own reasons (a 400 for that prompt, a grader
+        # error): kept as they are unless retry_failed; the transport's and provider's failures
+        # and the not-run samples are done again (`runner.fail_fast.resendable`)
+        self.own_failures = set() if retry_failed or not continuing else _own_failures(store, run_id)
         self.previous = previous  # an identical completed run to copy graded samples from
         self.continuing = continuing  # this run existed before: look for its own samples
         self.has_own = continuing and store.has_completed(run_id)
@@ -117,6 +122,12 @@ class Planner:
                 if prompt_hash == text_hash(item.prompt) and target == item.target and row_hash_ == row_hash(j):
                     d[j] = KEEP
                     result.kept[label] += 1
+        if self.own_failures:
+            for (label, epoch), d in dec.items():
+                for j in range(n):
+                    if d[j] == CALL and (task_id, label, first + j, epoch) in self.own_failures:
+                        d[j] = KEEP
+                        result.kept[label] += 1
         if self.previous is not None and per_sample and plan.reuse:
             for label, index, epoch, key, target, row_hash_, scores in self.store.graded_range(
                     self.previous, task_id, self._labels, first, last):
@@ -190,3 +201,10 @@ class Planner:
                     unit.output = found.get(unit.key)  # gone since the survey (never, in practice): call
             if units:
                 yield units
+
+
+def _own_failures(store: Any, run_id: str) -> set[tuple[str, str, int, int]]:
+    """(task, model, index, epoch) of the run's samples that failed for their own reasons."""
+    from evalnb.runner.fail_fast import resendable
+
+    return {(t, m, i, e) for t, m, i, e, error in store.failed_errors(run_id) if not resendable(error)}

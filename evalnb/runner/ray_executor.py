@@ -275,6 +275,7 @@ class RayExecutor:
             else:  # the call failed
                 sample = ctx.sample(unit)
                 sample.request_key = unit.key
+                sample.latency_s = result.get("latency_s")
             for call in result.get("judge_calls") or ():
                 ctx.judge_called(label, call)
                 if not call.get("cached"):  # the driver's store caches what workers' judges said

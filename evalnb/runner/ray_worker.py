@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from typing import Any
 
 BATCH_WAIT_S = 0.02  # after a result, wait this long for more before grading and sending a batch
@@ -125,10 +126,13 @@ class ShardWorker:
         uid, task_id, label, epoch, index, key, prompt, target, row, output = unit
         result: dict[str, Any] = {"uid": uid}
         if output is None:
+            started = time.perf_counter()
             try:
                 completion = await self.clients[label].complete(prompt, self.generation)
             except ProviderError as exc:
-                result["error"] = {"stage": "generation", "message": str(exc), "status": exc.status}
+                result["error"] = {"stage": "generation", "message": str(exc), "status": exc.status,
+                                   "retryable": exc.retryable}
+                result["latency_s"] = time.perf_counter() - started  # how long the failed call took
                 finished.put_nowait((result, unit))
                 return
             output = {"request_key": key, "output_text": completion.text, "usage": completion.usage,

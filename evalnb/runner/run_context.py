@@ -26,12 +26,14 @@ class RunContext:
 
     def __init__(self, *, plan: Any, run_id: str, store: Any, writer: Any, progress: Any, budget: Any,
                  tasks: dict[str, Any], grading: Any, clients: dict[str, Any], paid: dict | None,
-                 executor_name: str, on_judge_call: Callable[[str | None, dict], None]) -> None:
+                 executor_name: str, on_judge_call: Callable[[str | None, dict], None],
+                 fail_fast: Any = None) -> None:
         self.plan, self.run_id, self.progress, self.budget, self.tasks = plan, run_id, progress, budget, tasks
         self._store, self._writer, self._grading, self._clients = store, writer, grading, clients
         self._paid = paid  # (task, model, index, epoch) -> (request key, cost) an earlier attempt paid
         self._executor = executor_name
         self._on_judge_call = on_judge_call
+        self.fail_fast = fail_fast  # `runner.fail_fast.FailFast`: stops a model or task whose calls all fail
         gen = plan.generation
         self._gen = gen
         self._max_out = gen.get("max_output_tokens")
@@ -67,10 +69,16 @@ class RunContext:
     async def call(self, unit: Unit) -> None:
         """Make `unit`'s model call in this process (the run's clients, limits, retries and
         budget) and hand the outcome on, as `reply` or `fail` would."""
+        import time
+
         from evalnb.errors import ProviderError
         from evalnb.providers.pricing import call_cost, estimate_tokens, worst_case_cost
 
         model, budget = unit.model, self.budget
+        stopped = self.fail_fast.stop_reason(unit.task_id, model.label) if self.fail_fast is not None else None
+        if stopped is not None:  # its model or task hits the same failure on every call: not made
+            self.not_run(unit, stopped)
+            return
         limited = budget.limit is not None
         worst = 0.0
         if limited:
@@ -82,12 +90,15 @@ class RunContext:
         mp = self.progress.model(model.label)
         mp.in_flight += 1
         cost = None
+        started = time.perf_counter()
         try:
             completion = await self._clients[model.label].complete(unit.item.prompt, self._gen)
             cost = call_cost(completion.usage, model.price)
         except ProviderError as exc:
             mp.in_flight -= 1
-            self.fail(unit, str(exc), status=exc.status)
+            self.fail(unit, str(exc), status=exc.status, latency_s=time.perf_counter() - started,
+                      retryable=exc.retryable)
+            self._count_failure(unit, exc.status, str(exc))
             return
         finally:
             if limited:
@@ -95,6 +106,8 @@ class RunContext:
             else:
                 budget.add(cost)
         mp.in_flight -= 1
+        if self.fail_fast is not None:
+            self.fail_fast.call_succeeded(model.label)
         output = {"request_key": unit.key, "output_text": completion.text, "usage": completion.usage,
                   "response_id": completion.response_id, "latency_s": completion.latency_s, "cost_usd": cost}
         mp.cost_usd += cost or 0.0
@@ -112,9 +125,29 @@ class RunContext:
         sample = self.generated(unit, output)
         self._extract(unit, sample)
 
-    def fail(self, unit: Unit, message: str, *, status: int | None = None) -> None:
-        """`unit`'s call failed for good (retries spent): stored as a failed sample."""
-        self._grading.record(self.sample(unit), error={"stage": "generation", "message": message, "status": status})
+    def fail(self, unit: Unit, message: str, *, status: int | None = None, latency_s: float | None = None,
+             retryable: bool | None = None) -> None:
+        """`unit`'s call failed for good (retries spent): stored as a failed sample, with how long
+        it took (``latency_s``, retries included)."""
+        sample = self.sample(unit)
+        sample.latency_s = latency_s
+        error = {"stage": "generation", "message": message, "status": status}
+        if retryable is not None:
+            error["retryable"] = bool(retryable)
+        self._grading.record(sample, error=error)
+
+    def _count_failure(self, unit: Unit, status: int | None, message: str) -> None:
+        """A call made here failed: failures that hit every call of the model stop it
+        (`runner.fail_fast`); its remaining units reach `call` and are stored as not run."""
+        if self.fail_fast is None:
+            return
+        reason = self.fail_fast.call_failed(unit.model.label, status, message)
+        if reason is not None:
+            self.progress.warn(f"{reason}; its remaining calls are not made (a resume sends them)")
+
+    def not_run(self, unit: Unit, reason: str) -> None:
+        """`unit` is not called (its model or task was stopped): stored as not run, with why."""
+        self._grading.not_run(self.sample(unit), reason)
 
     def generated(self, unit: Unit, output: Output | dict) -> Sample:
         """A call the executor made elsewhere: price, charge and cache `output`, count it, and

@@ -19,7 +19,9 @@ from typing import Any, NamedTuple
 from evalnb.redaction import Redactor
 from evalnb.sample import SAMPLE_FIELDS, STORED_FIELDS, Sample
 
-SAMPLE_STATUSES = ("queued", "generating", "scoring", "completed", "failed")
+# "not_run": never called, its model or task stopped by a failure that hits every call (its
+# error says why); a resume runs it
+SAMPLE_STATUSES = ("queued", "generating", "scoring", "completed", "failed", "not_run")
 FINISHED_SAMPLE_STATUSES = ("completed", "failed")
 
 _KEY_COLS = ("run_id", "task_id", "model", "sample_index", "epoch")

@@ -122,6 +122,11 @@ class Store(RunRecords, GradeReuse):
         """Run records (arguments, metadata, summary, errors): masked like everything else."""
         return self._redactor.value(value) if value else value
 
+    def scrub(self, value: Any) -> Any:
+        """``value`` with this store's secrets and anything shaped like a key masked: for text a
+        run shows rather than stores (failure reasons on the progress display)."""
+        return self._scrub(value)
+
     # ---- suites -----------------------------------------------------------------------------
     def save_suite(self, version: str, manifest: Mapping[str, Any]) -> str:
         """Store a suite version's manifest once (the version is a content hash, so re-saving is a no-op)."""
