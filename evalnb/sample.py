@@ -5,9 +5,9 @@ encoder (a `Sample` is written as one samples row) and the result frames and wid
 sample columns are `SAMPLE_FIELDS`). Its fields are grouped by the stage that fills them:
 a reader can tell from the type what exists after generation and what only after grading.
 
-Why a slotted dataclass: on the run's hot path (build, fill, encode ~20 fields) it measured
-3.4 us a sample against 5.1 us for the dict it replaces and 2.6 us for a `msgspec.Struct`
-(benchmarks/README.md), without a new dependency.
+Why a slotted dataclass: on the run's hot path (build, fill, encode) it is faster than the
+dict it replaced, and a `msgspec.Struct` was not reliably faster in the same sittings
+(benchmarks/README.md, "the sample record") while adding a dependency.
 """
 
 from __future__ import annotations

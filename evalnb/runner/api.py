@@ -1,8 +1,8 @@
 """The run: suite x models x tasks x items -> samples in the store -> `RunResult`.
 
 The public entry points: `run` / `arun` (start), `resume` (continue), `runs` / `load_run`
-(look back). The pipeline itself is `engine.RunEngine` (generation) and
-`grading.GradingPipeline` (grading and recording); nothing here knows SQL, HTTP or the
+(look back). The pipeline itself is `engine.RunEngine` (planning, executors) and
+`grading_pipeline.GradingPipeline` (grading and recording); nothing here knows SQL, HTTP or the
 sandbox's wire format: those are `store`, `providers` and `sandbox`.
 
 Reuse: every successful model output is cached under its request key (model, endpoint,
@@ -18,6 +18,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from evalnb.aio import run_sync
+from evalnb.runner import preload
 from evalnb.runner.progress import check_mode
 from evalnb.runner.engine import RunEngine
 from evalnb.runner.run_plan import make_plan, rebuild_model
@@ -77,6 +78,7 @@ def run(
     ``task = asyncio.ensure_future(evalnb.arun(...))``, then ``result = await task`` (a
     blocked cell only sees the click after it ends).
     """
+    preload.start()  # pandas loads while the run is checked and set up (see runner.preload)
     return _raise_if_interrupted(run_sync(arun(
         suite, models, generation=generation, concurrency=concurrency, task_ids=task_ids, max_samples=max_samples,
         judge_model=judge_model, embedding_model=embedding_model, grader_concurrency=grader_concurrency,
@@ -130,6 +132,7 @@ async def arun(
     partial result with status ``cancelled`` rather than raising CancelledError: a notebook
     awaiting it keeps the result. `run` is the one that raises on Ctrl-C.
     """
+    preload.start()
     check_mode(progress)
     plan = make_plan(
         suite,
@@ -183,6 +186,7 @@ def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool |
     ``executor`` continues on another executor than the run's own (e.g. ``"local"`` for a run
     started on Ray whose cluster is gone); the stored one is used otherwise.
     """
+    preload.start()
     return _raise_if_interrupted(run_sync(aresume(run_id, models=models, progress=progress, store=store,
                                                   concurrency=concurrency, judge_model=judge_model,
                                                   embedding_model=embedding_model, force=force,

@@ -12,13 +12,13 @@ call, and an identical earlier run's graded samples are copied whole.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalnb._gc import fewer_collections, freeze_at_exit, quiet_import
+from evalnb._gc import fewer_collections, freeze_at_exit
+from evalnb.runner import preload
 from evalnb.runner.progress import RunProgress, make_display
 from evalnb.runner.grading_pipeline import GradingPipeline
 from evalnb.runner.item_planner import Planner
@@ -89,7 +89,7 @@ class RunEngine:
 
         plan = self.plan
         self._loop = asyncio.get_running_loop()
-        self._preloaded = _preload_result_libraries(self._loop)
+        self._preloaded = preload.ready(self._loop)  # see runner.preload
         # The run's own pools: user code of the tasks opted into the network runs apart.
         self.pool = SandboxPool(plan.grader_concurrency)
         self.net_pool = SandboxPool(plan.grader_concurrency, network=True) if plan.network_tasks else None
@@ -439,7 +439,7 @@ class RunEngine:
     async def _run_all(self) -> None:
         from evalnb.runner.run_context import RunContext
 
-        await self._preloaded  # see _preload_result_libraries
+        await self._preloaded  # see runner.preload
         grading = self.grading
         grading.check_aggregates()  # tasks whose samples were all finished before this run
         executor = self.executor
@@ -558,43 +558,3 @@ def _settle(task: asyncio.Future | None) -> None:
         task.cancel()
     elif not task.cancelled():
         task.exception()
-
-
-def _preload_result_libraries(loop: asyncio.AbstractEventLoop) -> asyncio.Future:
-    """Import the model-client code, then pandas, in a background thread; done when both are.
-
-    pandas (~0.3 s, for RunResult's frames) loads while the run opens its record, reads its
-    rows and waits for a sandbox worker to start, and the run waits for it before the first
-    model call. An import running beside the calls instead made a 2,000-call run against a
-    local server 60-130 ms slower, with as much more CPU time, even with the calls spaced
-    out to a few hundred a second; against a 50 ms server the wait costs ~2% of throughput
-    (benchmarks/README.md). In a notebook pandas is usually loaded already: no wait at all.
-    """
-    import sys
-
-    done = loop.create_future()
-    if "pandas" in sys.modules and "evalnb.providers.client" in sys.modules:
-        done.set_result(None)
-        return done
-
-    def finish() -> None:
-        if not done.done():
-            done.set_result(None)
-
-    def load() -> None:
-        try:
-            import evalnb.providers.client  # noqa: F401 - needed first
-
-            # the run's collector settings hold until the import is done, even past a short run
-            with fewer_collections(), quiet_import():
-                import pandas  # noqa: F401
-        except ImportError:  # pragma: no cover - both are dependencies
-            pass
-        finally:
-            try:
-                loop.call_soon_threadsafe(finish)
-            except RuntimeError:  # the run ended (and closed its loop) first
-                pass
-
-    threading.Thread(target=load, name="evalnb-preload", daemon=True).start()
-    return done

@@ -170,6 +170,11 @@ class LocalModelServer:
         return list(self._answered)
 
     @property
+    def arrival_times(self) -> list[float]:
+        """For each of `requests`: the `time.monotonic()` it was read (a client's own clock, seen from here)."""
+        return list(self._arrived)
+
+    @property
     def request_count(self) -> int:
         """Requests received since start or `reset` (counted even when not recorded)."""
         return self._served
@@ -219,6 +224,7 @@ class LocalModelServer:
         """Forget recorded requests, in-flight peak and fault counters (the script restarts)."""
         self._requests: list[RecordedRequest] = []
         self._answered: list[float | None] = []  # per recorded request: when its reply went out
+        self._arrived: list[float] = []  # per recorded request: when it was read
         self._in_flight = 0
         self._max_in_flight = 0
         self._busy = 0
@@ -351,6 +357,7 @@ class LocalModelServer:
                 slot = len(self._answered)
                 self._requests.append(RecordedRequest(req.path, body, req.headers))
                 self._answered.append(None)
+                self._arrived.append(time.monotonic())
             self._served += 1
             self._by_path[req.path] = self._by_path.get(req.path, 0) + 1
             status, payload, extra = await self._reply(req, body, bad_json, self._served)

@@ -745,7 +745,7 @@ print(json.dumps({"calls": len(seen), "with_pandas": sum(seen), "samples": len(r
 
 def test_a_fresh_process_loads_pandas_before_the_first_call(tmp_path):
     # pandas loads in the background while the run prepares, and the first call waits for it:
-    # the import beside the calls slowed a fast run down (see evalnb.runner.engine._preload_result_libraries)
+    # the import beside the calls slowed a fast run down (see evalnb.runner.preload)
     import json
     import os
     import subprocess
