@@ -3,7 +3,7 @@ paired, paired_all), ``frames.py`` (the samples frame and the lean score frame, 
 store a page at a time), ``report_views.py`` (the text report and HTML table), ``judging.py`` /
 ``costs.py`` / ``agreement.py`` (judge calls, costs, agreement with people), ``comparison.py``
 (paired tables between models), ``diff.py`` (a run against a baseline), ``stats.py``
-(intervals, tests, power), ``clustered.py`` (CR1 errors), ``epochs.py`` (per-item reduction,
+(intervals, tests, power), ``cluster_robust.py`` (CR1 errors), ``cluster_labels.py`` (which cluster an item is in), ``pairing.py`` (items paired once, as arrays), ``epochs.py`` (per-item reduction,
 pass@k) and ``explain.py`` (comparisons in words)."""
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ def _unscored(kept: pd.DataFrame | None, column: str | None) -> int:
 def _clustered(task: str, model: str, metric: str, values: pd.Series | None,
                clusters: Mapping[tuple[str, int], Any], cluster_by: str | None, confidence: float) -> Any:
     """`clustered_summary` of one metric's item scores, with an error that names where it failed."""
-    from evalnb.results.clustered import clustered_summary
+    from evalnb.results.cluster_robust import clustered_summary
 
     if values is None:
         return clustered_summary([], [], confidence=confidence)
@@ -438,7 +438,7 @@ class RunResult(JudgeCostViews, ReportViews):
         ``n_clusters``. A row without the field, or a task whose items share one cluster,
         is a ValueError naming the task and row.
         """
-        from evalnb.results.clusters import check_path
+        from evalnb.results.cluster_labels import check_path
         from evalnb.results.stats import _check_confidence
 
         _check_confidence(confidence)
@@ -502,7 +502,7 @@ class RunResult(JudgeCostViews, ReportViews):
             yield pd.DataFrame(page)
 
     def _cluster_keys(self, cluster_by: str) -> dict[tuple[str, int], Any]:
-        from evalnb.results.clusters import cluster_keys
+        from evalnb.results.cluster_labels import cluster_keys
 
         keys: dict[tuple[str, int], Any] = {}
         for page in self._row_pages("completed"):
