@@ -50,6 +50,7 @@ def paired(
     seed: int = 0,
     clusters: Mapping[tuple[str, int], Hashable] | None = None,
     batch_metrics: Iterable[tuple[str, str]] = (),
+    unclustered: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per task comparing ``model_a`` with ``model_b`` on the items both were scored on.
 
@@ -65,7 +66,8 @@ def paired(
     ``clusters`` ((task_id, sample_index) -> cluster, e.g. the passage): the differences are
     clustered: ``stderr`` is the CR1 cluster-robust one, the interval ``mean_diff ± t_{G−1} ·
     stderr`` (an item bootstrap would assume independent items) and ``n_clusters`` is added.
-    McNemar's test still treats items as independent.
+    McNemar's test still treats items as independent. ``unclustered`` (task -> note): tasks
+    ``clusters`` does not cover; they keep the ordinary statistics and carry the note.
     """
     require_columns(scores, SCORE_COLUMNS, "scores")
     stats.check_resamples(n_resamples)
@@ -76,7 +78,7 @@ def paired(
         check_choice(model, models, "model")
     chosen = select_metric_rows(scores, task_id=task_id, metric=metric, frame_name="scores")
     batch = set(batch_metrics)
-    rows = _pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters, batch)
+    rows = _pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters, batch, unclustered)
     if not any(row["n_pairs"] for row in rows):
         where = f"task {task_id!r}" if isinstance(task_id, str) else "any task"
         if rows and all((row["task_id"], row["metric"]) in batch for row in rows):
@@ -156,6 +158,7 @@ def paired_all(
     seed: int = 0,
     clusters: Mapping[tuple[str, int], Hashable] | None = None,
     batch_metrics: Iterable[tuple[str, str]] = (),
+    unclustered: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """Every pair of ``models`` (a before b, in the order given) as `paired` rows, with p-values.
 
@@ -176,7 +179,8 @@ def paired_all(
     rows: list[dict[str, Any]] = []
     for i, model_a in enumerate(models):
         for model_b in models[i + 1:]:
-            rows.extend(_pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters, set(batch_metrics)))
+            rows.extend(_pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters, set(batch_metrics),
+                                   unclustered))
     if not any(row["n_pairs"] for row in rows):
         raise ValueError(f"models {', '.join(map(repr, models))} share no scored items; nothing to pair")
     for row in rows:

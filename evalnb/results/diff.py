@@ -11,7 +11,7 @@ mean over its epochs); pandas is imported lazily.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from evalnb.results import stats
@@ -49,6 +49,7 @@ def diff_scores(
     *,
     confidence: float = 0.95,
     clusters: Mapping[tuple[str, int], Hashable] | None = None,
+    unclustered: Collection[str] = (),
 ) -> pd.DataFrame:
     """One row per (task_id, model, metric) in both frames: ``scores`` minus ``baseline``.
 
@@ -56,7 +57,8 @@ def diff_scores(
     ``stderr`` = SD (ddof 1) of the per-item differences / √n_pairs, the interval
     ``mean_diff ± t_{n-1} · stderr``; with ``clusters`` ((task_id, sample_index) -> cluster)
     the stderr is the CR1 one over the differences, the interval uses t_{G-1} and a column
-    ``n_clusters`` is added. ``mde = (z_0.975 + z_0.80) · stderr``.
+    ``n_clusters`` is added; tasks in ``unclustered`` keep the ordinary errors (``n_clusters``
+    <NA>). ``mde = (z_0.975 + z_0.80) · stderr``.
     """
     import pandas as pd
 
@@ -80,9 +82,12 @@ def diff_scores(
     rows = []
     for key in common:
         pairs = pair_items(*here[key], *before[key])  # a = this run, b = the baseline
-        labels = None if clusters is None else [clusters.get((key[0], k)) for k in pairs.keys.tolist()]
+        clustered = clusters is not None and key[0] not in unclustered
+        labels = [clusters.get((key[0], k)) for k in pairs.keys.tolist()] if clustered else None
         row: dict[str, Any] = dict(zip(_KEYS, key))
         row.update(_diff_row(pairs, confidence, factor, labels, key))
+        if clusters is not None and not clustered:
+            row["n_clusters"] = None
         rows.append(row)
     columns = list(DIFF_COLUMNS) + (["n_clusters"] if clusters is not None else [])
     table = pd.DataFrame.from_records(rows, columns=columns)

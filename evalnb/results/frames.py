@@ -141,18 +141,27 @@ def _add_costs(frame: pd.DataFrame, cols: Mapping[str, list[Any]],
 
 def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None
                ) -> tuple["pd.DataFrame", dict[str, str], dict[str, list[str]]]:
-    """(frame, metric id -> column, task -> score keys found) of a stored run, in the store's order."""
+    """(frame, metric id -> column, task -> score keys found) of a stored run, in the store's order.
+
+    With a store that records it, the frame also has ``missing_field`` (1.0 when the sample's
+    prompt named a field its row lacks, NaN when not recorded): no dataset row is decoded.
+    """
     import numpy as np
     import pandas as pd
 
+    from evalnb.store import SAMPLE_FIELDS
+
     keys = ("task_id", "model", "sample_index", "epoch", "status")
+    flags: list[np.ndarray] | None = [] if "missing_field" in SAMPLE_FIELDS else None
     interned: dict[str, str] = {}
     parts: dict[str, list[Any]] = {k: [] for k in keys}
     scores: dict[str, list[np.ndarray]] = {}  # score key -> one array per page
     keys_by_task: dict[str, dict[str, None]] = {}
     sizes: list[int] = []
-    for page in store.column_pages(run_id, [*keys, "scores"]):
+    for page in store.column_pages(run_id, [*keys, "scores", *(["missing_field"] if flags is not None else [])]):
         n = len(page["task_id"])
+        if flags is not None:
+            flags.append(np.array([np.nan if f is None else float(f) for f in page["missing_field"]], dtype="float64"))
         for k in ("task_id", "model", "status"):
             parts[k].append(np.array([interned.setdefault(v, v) for v in page[k]], dtype=object))
         parts["sample_index"].append(np.asarray(page["sample_index"], dtype="int64"))
@@ -170,8 +179,10 @@ def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None
             arrays.append(np.array([_as_score(d.get(name)) for d in dicts], dtype="float64"))
         sizes.append(n)
     columns = metric_columns(manifest, keys_by_task)
+    if flags is not None:
+        parts["missing_field"] = flags
     data: dict[str, Any] = {k: (np.concatenate(v) if v else np.array([], dtype=object if k in
-                                ("task_id", "model", "status") else "int64")) for k, v in parts.items()}
+                                ("task_id", "model", "status") else "float64" if k == "missing_field" else "int64")) for k, v in parts.items()}
     for metric, column in columns.items():
         arrays = scores.get(metric)
         data[column] = np.concatenate(arrays) if arrays else np.full(sum(sizes), np.nan)
