@@ -143,47 +143,44 @@ def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None
                ) -> tuple["pd.DataFrame", dict[str, str], dict[str, list[str]]]:
     """(frame, metric id -> column, task -> score keys found) of a stored run, in the store's order.
 
-    With a store that records it, the frame also has ``missing_field`` (1.0 when the sample's
-    prompt named a field its row lacks, NaN when not recorded): no dataset row is decoded.
+    Keys, status and one float column per metric, read a page at a time with every score taken
+    out of the stored JSON by SQLite (`Store.column_pages`' ``score:<id>`` fields): no sample's
+    scores or dataset row is decoded in Python. With a store that records it, the frame also
+    has ``missing_field`` (1.0 when the sample's prompt named a field its row lacks, NaN when
+    not recorded).
     """
     import numpy as np
     import pandas as pd
 
-    from evalnb.store import SAMPLE_FIELDS
+    from evalnb.store import SAMPLE_FIELDS, SAMPLE_STATUSES
 
-    keys = ("task_id", "model", "sample_index", "epoch", "status")
-    flags: list[np.ndarray] | None = [] if "missing_field" in SAMPLE_FIELDS else None
-    interned: dict[str, str] = {}
-    parts: dict[str, list[Any]] = {k: [] for k in keys}
-    scores: dict[str, list[np.ndarray]] = {}  # score key -> one array per page
-    keys_by_task: dict[str, dict[str, None]] = {}
-    sizes: list[int] = []
-    for page in store.column_pages(run_id, [*keys, "scores", *(["missing_field"] if flags is not None else [])]):
-        n = len(page["task_id"])
-        if flags is not None:
-            flags.append(np.array([np.nan if f is None else float(f) for f in page["missing_field"]], dtype="float64"))
-        for k in ("task_id", "model", "status"):
-            parts[k].append(np.array([interned.setdefault(v, v) for v in page[k]], dtype=object))
+    keys_by_task = store.score_keys(run_id)
+    columns = metric_columns(manifest, keys_by_task)
+    found = list(dict.fromkeys(k for keys in keys_by_task.values() for k in keys))
+    flag = ["missing_field"] if "missing_field" in SAMPLE_FIELDS else []
+    fields = ["task_id", "model", "sample_index", "epoch", "status", *flag, *(f"score:{k}" for k in found)]
+    statuses = list(SAMPLE_STATUSES)
+    parts: dict[str, list[Any]] = {f: [] for f in fields}
+    for page in store.column_pages(run_id, fields):
+        for k in ("task_id", "model"):
+            parts[k].append(pd.Categorical(page[k]))
+        parts["status"].append(pd.Categorical(page["status"], categories=statuses).codes)
         parts["sample_index"].append(np.asarray(page["sample_index"], dtype="int64"))
         parts["epoch"].append(np.asarray([0 if e is None else e for e in page["epoch"]], dtype="int64"))
-        dicts = [sc if isinstance(sc, Mapping) else {} for sc in page["scores"]]
-        found: dict[str, None] = {}
-        for task_id, sc in zip(page["task_id"], dicts):
-            if sc:
-                keys_by_task.setdefault(task_id, {}).update(dict.fromkeys(sc))
-                found.update(dict.fromkeys(sc))
-        for name in found:
-            if name not in scores:
-                scores[name] = [np.full(m, np.nan) for m in sizes]
-        for name, arrays in scores.items():
-            arrays.append(np.array([_as_score(d.get(name)) for d in dicts], dtype="float64"))
-        sizes.append(n)
-    columns = metric_columns(manifest, keys_by_task)
-    if flags is not None:
-        parts["missing_field"] = flags
-    data: dict[str, Any] = {k: (np.concatenate(v) if v else np.array([], dtype=object if k in
-                                ("task_id", "model", "status") else "float64" if k == "missing_field" else "int64")) for k, v in parts.items()}
+        for f in fields[5:]:
+            parts[f].append(np.asarray(page[f], dtype="float64"))  # None -> NaN
+    data: dict[str, Any] = {}
+    for k in ("task_id", "model"):
+        data[k] = (np.asarray(pd.api.types.union_categoricals(parts[k]), dtype=object) if parts[k]
+                   else np.array([], dtype=object))
+    codes = np.concatenate(parts["status"]) if parts["status"] else np.array([], dtype="int8")
+    data["status"] = np.asarray(statuses + [None], dtype=object)[codes]  # -1 (unknown status) -> None
+    for k in ("sample_index", "epoch"):
+        data[k] = np.concatenate(parts[k]) if parts[k] else np.array([], dtype="int64")
+    n = len(data["sample_index"])
+    for f in flag:
+        data[f] = np.concatenate(parts[f]) if parts[f] else np.array([], dtype="float64")
     for metric, column in columns.items():
-        arrays = scores.get(metric)
-        data[column] = np.concatenate(arrays) if arrays else np.full(sum(sizes), np.nan)
-    return pd.DataFrame(data), columns, {t: list(k) for t, k in keys_by_task.items()}
+        f = f"score:{metric}"
+        data[column] = np.concatenate(parts[f]) if parts.get(f) else np.full(n, np.nan)
+    return pd.DataFrame(data), columns, keys_by_task

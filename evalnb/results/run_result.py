@@ -653,8 +653,10 @@ class RunResult:
             return self._frame[0], self._cached_input
         from evalnb.results.costs import cost_columns
 
-        return cost_columns(self._store.column_pages(
-            self._run_id, ["task_id", "model", "cached", "output_text", "usage", "cost_usd"]))
+        fields = ["task_id", "model", "cached", "output_text", "usage", "cost_usd"]
+        store, run_id = self._store, self._run_id
+        return cost_columns(page for task in self.task_ids for model in self.models  # in run order
+                            for page in store.column_pages(run_id, fields, task_id=task, model=model))
 
     # ---- the report (`report_views.Report`) -----------------------------------------------------
     def summary(self) -> str:

@@ -28,6 +28,7 @@ from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
 from evalnb.store._schema import connect, ensure_schema
 from evalnb.store._writer import StoreWriter
 
+SCORE_PREFIX = "score:"  # `column_pages` field "score:<metric id>": one score, read by SQLite
 _IN_CHUNK = 500  # keys per IN (...) query: well under SQLite's variable limit
 
 
@@ -190,20 +191,24 @@ class Store(RunRecords, GradeReuse):
         samples each, in (task_id, model, sample_index, epoch) order; each page starts after the
         last key of the one before (keyset paging), so memory stays bounded however large the
         run and rows committed meanwhile may or may not be seen. A summary asks only for the
-        columns it needs (keys and ``scores``, not prompts and outputs): text fields (prompt,
-        dataset_row, prompt_text) are joined in only when asked for. ``after`` ((sample_index,
+        columns it needs (keys and scores, not prompts and outputs): text fields (prompt,
+        dataset_row, prompt_text) are joined in only when asked for, and ``"score:<metric id>"``
+        is one score read out of the stored ``scores`` by SQLite (a number; a bool as 1/0;
+        None when absent, null or not a number), so no sample's JSON is decoded in Python. ``after`` ((sample_index,
         epoch), with ``task_id`` and ``model`` given) starts after that sample: a page deep in a
         run is read without the pages before it.
         """
         fields = list(fields)
-        unknown = [f for f in fields if f not in SAMPLE_FIELDS]
+        unknown = [f for f in fields if f not in SAMPLE_FIELDS and not f.startswith(SCORE_PREFIX)]
         if unknown:
-            raise ValueError(f"unknown sample field(s) {unknown}; known: {', '.join(SAMPLE_FIELDS)}")
+            raise ValueError(f"unknown sample field(s) {unknown}; known: {', '.join(SAMPLE_FIELDS)} "
+                             f"and {SCORE_PREFIX}<metric id>")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         joins = {"prompt": ("p", "prompt_hash"), "dataset_row": ("r", "dataset_row_hash"),
                  "prompt_text": ("q", "prompt_text_hash")}
-        select = [f"{joins[f][0]}.body" if f in joins else f"s.{f}" for f in fields]
+        select = [f"{joins[f][0]}.body" if f in joins else _score_sql(f[len(SCORE_PREFIX):])
+                  if f.startswith(SCORE_PREFIX) else f"s.{f}" for f in fields]
         sql = (f"SELECT s.task_id, s.model, s.sample_index, s.epoch, {', '.join(select)} FROM samples s "
                + "".join(f"LEFT JOIN texts {a} ON {a}.hash = s.{c} " for f, (a, c) in joins.items() if f in fields))
         where, params = ["s.run_id = ?"], [run_id]
@@ -244,6 +249,29 @@ class Store(RunRecords, GradeReuse):
             last = rows[-1][:4]
             rows = self._rows(base + " AND (s.task_id, s.model, s.sample_index, s.epoch) > (?, ?, ?, ?)" + order,
                               (*params, *last, batch_size))
+
+    def score_keys(self, run_id: str) -> dict[str, list[str]]:
+        """task -> the score keys its samples carry, in order of first appearance (samples in key
+        order, keys in each sample's order), read by SQLite without decoding scores in Python."""
+        rows = self._rows(
+            "SELECT DISTINCT s.task_id, j.key FROM samples s, json_each(s.scores) j "
+            "WHERE s.run_id = ? AND json_valid(s.scores) AND json_type(s.scores) = 'object' ORDER BY s.task_id",
+            (run_id,))
+        found: dict[str, list[str]] = {}
+        for task, key in rows:
+            found.setdefault(task, []).append(key)
+        for task, keys in found.items():
+            if len(keys) > 1:  # the order of first appearance: where each key is first seen
+                found[task] = sorted(keys, key=lambda k, t=task: self._first_seen(run_id, t, k))
+        return found
+
+    def _first_seen(self, run_id: str, task_id: str, key: str) -> tuple[Any, ...]:
+        """(model, sample_index, epoch, position in that sample's scores) of the first sample with ``key``."""
+        (row,) = self._rows(
+            "SELECT s.model, s.sample_index, s.epoch, (SELECT j.id FROM json_each(s.scores) j WHERE j.key = ?) "
+            "FROM samples s WHERE s.run_id = ? AND s.task_id = ? AND json_type(s.scores, ?) IS NOT NULL "
+            "ORDER BY s.model, s.sample_index, s.epoch LIMIT 1", (key, run_id, task_id, _score_path(key)))
+        return row
 
     def samples(self, run_id: str, *, task_id: str | None = None, model: str | None = None,
                 status: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
@@ -378,3 +406,15 @@ class Store(RunRecords, GradeReuse):
         return [
             {"task_id": t, "model": m, "metrics": from_json(x), "error": e, "updated_at": u} for t, m, x, e, u in rows
         ]
+
+
+def _score_path(key: str) -> str:
+    """The JSON path of one score key (quoted: metric ids may hold dots)."""
+    return '$."' + key.replace('"', '\\"') + '"'
+
+
+def _score_sql(key: str) -> str:
+    """SQL for one score as a number: ints and floats as stored, true/false as 1/0, else NULL."""
+    path = "'" + _score_path(key).replace("'", "''") + "'"
+    return (f"CASE json_type(s.scores, {path}) WHEN 'integer' THEN json_extract(s.scores, {path}) "
+            f"WHEN 'real' THEN json_extract(s.scores, {path}) WHEN 'true' THEN 1 WHEN 'false' THEN 0 END")
