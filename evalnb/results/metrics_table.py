@@ -55,8 +55,8 @@ def task_model_rows(
         metric = spec["id"]
         values = item_values(done, columns[metric], epochs) if done is not None and metric in columns else None
         if clusters is None or spec["aggregation"] == "none":
-            summary = stats.summarize([] if values is None else values.tolist(), aggregation=spec["aggregation"],
-                                      confidence=confidence)
+            summary = stats.summarize([] if values is None else values.to_numpy(dtype="float64"),
+                                      aggregation=spec["aggregation"], confidence=confidence)
             n_clusters = summary.n
         else:
             summary = _clustered(task, model, metric, values, clusters, cluster_by, confidence)

@@ -212,22 +212,48 @@ def summarize(
     if aggregation not in ("mean", "none"):
         raise ValueError(f"aggregation must be 'mean' or 'none', got {aggregation!r}")
     check_confidence(confidence)
-    present = [v for i, raw in enumerate(values) if (v := as_value(raw, i)) is not None]
+    if hasattr(values, "dtype") and getattr(values.dtype, "kind", "") == "f":  # a float numpy array
+        present = _present_array(values)
+    else:
+        present = [v for i, raw in enumerate(values) if (v := as_value(raw, i)) is not None]
     n = len(present)
     if aggregation == "none" or n == 0:
         return Summary(n, None, None, None, None)
     mean, sd = mean_sd(present)
     stderr = None if sd is None else sd / math.sqrt(n)
-    if all(v == 0.0 or v == 1.0 for v in present):
+    if _all_binary(present):
         z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
-        low, high = wilson_interval(sum(present), n, z=z)
+        low, high = wilson_interval(float(present.sum()) if hasattr(present, "dtype") else sum(present), n, z=z)
         return Summary(n, mean, stderr, low, high, "wilson")
     low, high = t_interval(mean, stderr, n, confidence)
-    if low is not None and all(0.0 <= v <= 1.0 for v in present):
+    if low is not None and _all_in_unit(present):
         # A score that lives in [0, 1] (a similarity, a partial credit) cannot have a mean
         # outside it: clip the t-interval there instead of reporting 1.006.
         low, high = max(0.0, low), min(1.0, high)
     return Summary(n, mean, stderr, low, high, None if low is None else "t")
+
+
+def _present_array(values: Any) -> Any:
+    """The non-NaN values of a float array (the list path's `as_value`: ±inf is a ValueError)."""
+    import numpy as np
+
+    present = values[~np.isnan(values)]
+    if np.isinf(present).any():
+        where = int(np.flatnonzero(np.isinf(values))[0])
+        raise ValueError(f"metric value at {where!r} is {float(values[where])}; values must be finite")
+    return present
+
+
+def _all_binary(present: Any) -> bool:
+    if hasattr(present, "dtype"):
+        return bool(((present == 0.0) | (present == 1.0)).all())
+    return all(v == 0.0 or v == 1.0 for v in present)
+
+
+def _all_in_unit(present: Any) -> bool:
+    if hasattr(present, "dtype"):
+        return bool(((present >= 0.0) & (present <= 1.0)).all())
+    return all(0.0 <= v <= 1.0 for v in present)
 
 
 def wilson_interval(successes: float, n: int, z: float = 1.96) -> Interval:
