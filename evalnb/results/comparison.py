@@ -343,7 +343,7 @@ def require_columns(frame: Any, columns: Iterable[str], name: str) -> None:
 
 
 def sorted_unique(series: Any) -> list[Any]:
-    return sorted(set(series.dropna().tolist()), key=str)
+    return sorted(series.dropna().unique().tolist(), key=str)
 
 
 def check_choice(value: Any, available: Sequence[Any], what: str, where: str = "") -> None:
@@ -379,8 +379,11 @@ def select_metric_rows(
         for task in wanted:
             check_choice(task, tasks, "task")
     keep: list[tuple[str, str]] = []
+    metrics_of: dict[str, list[str]] = {}  # each task's metrics in order of appearance
+    for task, metric_id in frame[["task_id", "metric"]].drop_duplicates().itertuples(index=False, name=None):
+        metrics_of.setdefault(task, []).append(metric_id)
     for task in wanted:
-        task_metrics = list(dict.fromkeys(frame.loc[frame["task_id"] == task, "metric"]))
+        task_metrics = metrics_of.get(task, [])
         if metric is None:
             keep.append((task, task_metrics[0]))
         elif metric in task_metrics:
@@ -390,8 +393,12 @@ def select_metric_rows(
     if not keep:
         every = sorted_unique(frame.loc[frame["task_id"].isin(wanted), "metric"])
         check_choice(metric, every, "metric", f" in the {frame_name} frame")
-    pairs = set(keep)
-    mask = [(t, m) in pairs for t, m in zip(frame["task_id"], frame["metric"], strict=True)]
+    import numpy as np
+
+    tasks_col, metrics_col = frame["task_id"].to_numpy(), frame["metric"].to_numpy()
+    mask = np.zeros(len(frame), dtype=bool)
+    for task, metric_id in keep:  # one vectorised test per task
+        mask |= (tasks_col == task) & (metrics_col == metric_id)
     return frame.loc[mask]
 
 
