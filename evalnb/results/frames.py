@@ -90,7 +90,7 @@ def metric_columns(manifest: Mapping[str, Any] | None, keys_by_task: Mapping[str
 
 def samples_frame(cols: Mapping[str, list[Any]], columns: Mapping[str, str],
                   judge_costs: Mapping[tuple[str, str, int, int], float] | None = None) -> pd.DataFrame:
-    """The `samples` frame of some samples given as columns (`Store.sample_columns`' shape).
+    """The `samples` frame of some samples given as columns (`Store.column_pages`' shape, pages joined).
 
     `judge_costs` ((task, model, index, epoch) -> USD) fills ``judge_cost_usd``. The frame ends
     with a ``_cached_input`` column (input tokens the provider's prompt cache served, for
@@ -159,24 +159,28 @@ def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None
     found = list(dict.fromkeys(k for keys in keys_by_task.values() for k in keys))
     flag = ["missing_field"] if "missing_field" in SAMPLE_FIELDS else []
     fields = ["task_id", "model", "sample_index", "epoch", "status", *flag, *(f"score:{k}" for k in found)]
-    statuses = list(SAMPLE_STATUSES)
-    parts: dict[str, list[Any]] = {f: [] for f in fields}
+    codes: dict[str, list[np.ndarray]] = {"task_id": [], "model": [], "status": []}
+    labels: dict[str, dict[str, int]] = {k: {} for k in codes}  # value -> code, per column
+    for s in SAMPLE_STATUSES:
+        labels["status"].setdefault(s, len(labels["status"]))
+    parts: dict[str, list[Any]] = {f: [] for f in fields[2:] if f != "status"}
     for page in store.column_pages(run_id, fields):
-        for k in ("task_id", "model"):
-            parts[k].append(pd.Categorical(page[k]))
-        parts["status"].append(pd.Categorical(page["status"], categories=statuses).codes)
+        for k, known in labels.items():  # strings as small codes: hashed in C, one object per value
+            page_codes, values = pd.factorize(np.asarray(page[k], dtype=object))
+            to_global = np.array([known.setdefault(v, len(known)) for v in values], dtype="int32")
+            codes[k].append(to_global[page_codes] if len(values) else page_codes.astype("int32"))
         parts["sample_index"].append(np.asarray(page["sample_index"], dtype="int64"))
-        parts["epoch"].append(np.asarray([0 if e is None else e for e in page["epoch"]], dtype="int64"))
+        parts["epoch"].append(np.asarray([0 if e is None else e for e in page["epoch"]], dtype="int64")
+                              if None in page["epoch"] else np.asarray(page["epoch"], dtype="int64"))
         for f in fields[5:]:
             parts[f].append(np.asarray(page[f], dtype="float64"))  # None -> NaN
     data: dict[str, Any] = {}
-    for k in ("task_id", "model"):
-        data[k] = (np.asarray(pd.api.types.union_categoricals(parts[k]), dtype=object) if parts[k]
-                   else np.array([], dtype=object))
-    codes = np.concatenate(parts["status"]) if parts["status"] else np.array([], dtype="int8")
-    data["status"] = np.asarray(statuses + [None], dtype=object)[codes]  # -1 (unknown status) -> None
+    for k, known in labels.items():
+        table = np.array(list(known), dtype=object)
+        data[k] = table[np.concatenate(codes[k])] if codes[k] else np.array([], dtype=object)
     for k in ("sample_index", "epoch"):
         data[k] = np.concatenate(parts[k]) if parts[k] else np.array([], dtype="int64")
+    data = {k: data[k] for k in ("task_id", "model", "sample_index", "epoch", "status")}
     n = len(data["sample_index"])
     for f in flag:
         data[f] = np.concatenate(parts[f]) if parts[f] else np.array([], dtype="float64")

@@ -207,9 +207,10 @@ class Store(RunRecords, GradeReuse):
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         joins = {"prompt": ("p", "prompt_hash"), "dataset_row": ("r", "dataset_row_hash"),
                  "prompt_text": ("q", "prompt_text_hash")}
+        keys = ("task_id", "model", "sample_index", "epoch")  # selected first for paging: not twice
         select = [f"{joins[f][0]}.body" if f in joins else _score_sql(f[len(SCORE_PREFIX):])
-                  if f.startswith(SCORE_PREFIX) else f"s.{f}" for f in fields]
-        sql = (f"SELECT s.task_id, s.model, s.sample_index, s.epoch, {', '.join(select)} FROM samples s "
+                  if f.startswith(SCORE_PREFIX) else f"s.{f}" for f in fields if f not in keys]
+        sql = (f"SELECT s.task_id, s.model, s.sample_index, s.epoch{''.join(', ' + c for c in select)} FROM samples s "
                + "".join(f"LEFT JOIN texts {a} ON {a}.hash = s.{c} " for f, (a, c) in joins.items() if f in fields))
         where, params = ["s.run_id = ?"], [run_id]
         for column, value in (("task_id", task_id), ("model", model)):
@@ -230,13 +231,18 @@ class Store(RunRecords, GradeReuse):
             params.extend(after)
         base = sql + "WHERE " + " AND ".join(where)
         order = " ORDER BY s.task_id, s.model, s.sample_index, s.epoch LIMIT ?"
+        position = {k: i for i, k in enumerate(keys)}
+        for f in fields:
+            if f not in keys:
+                position[f] = len(position)
         decode = [f in JSON_FIELDS for f in fields]
         flags = [f == "cached" for f in fields]
         rows = self._rows(base + order, (*params, batch_size))
         while rows:
             columns = list(zip(*rows))
             page = {}
-            for f, values, is_json, is_flag in zip(fields, columns[4:], decode, flags):
+            for f, is_json, is_flag in zip(fields, decode, flags):
+                values = columns[position[f]]
                 if is_json:
                     page[f] = [None if v is None else from_json(v) for v in values]
                 elif is_flag:
