@@ -164,7 +164,9 @@ def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None
     for s in SAMPLE_STATUSES:
         labels["status"].setdefault(s, len(labels["status"]))
     parts: dict[str, list[Any]] = {f: [] for f in fields[2:] if f != "status"}
-    for page in store.column_pages(run_id, fields):
+    pages = (page for task, model in store.sample_groups(run_id)  # key order; names not read per row
+             for page in store.column_pages(run_id, fields, task_id=task, model=model))
+    for page in pages:
         for k, known in labels.items():  # strings as small codes: hashed in C, one object per value
             page_codes, values = pd.factorize(np.asarray(page[k], dtype=object))
             to_global = np.array([known.setdefault(v, len(known)) for v in values], dtype="int32")

@@ -207,10 +207,14 @@ class Store(RunRecords, GradeReuse):
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         joins = {"prompt": ("p", "prompt_hash"), "dataset_row": ("r", "dataset_row_hash"),
                  "prompt_text": ("q", "prompt_text_hash")}
-        keys = ("task_id", "model", "sample_index", "epoch")  # selected first for paging: not twice
+        # the paging key is selected first (and not again); within one (task, model) it is
+        # (sample_index, epoch) alone and the two names are filled in, not read per row
+        within = task_id is not None and model is not None
+        keys = ("sample_index", "epoch") if within else ("task_id", "model", "sample_index", "epoch")
         select = [f"{joins[f][0]}.body" if f in joins else _score_sql(f[len(SCORE_PREFIX):])
-                  if f.startswith(SCORE_PREFIX) else f"s.{f}" for f in fields if f not in keys]
-        sql = (f"SELECT s.task_id, s.model, s.sample_index, s.epoch{''.join(', ' + c for c in select)} FROM samples s "
+                  if f.startswith(SCORE_PREFIX) else f"s.{f}"
+                  for f in dict.fromkeys(fields) if f not in keys and not (within and f in ("task_id", "model"))]
+        sql = (f"SELECT {', '.join('s.' + k for k in keys)}{''.join(', ' + c for c in select)} FROM samples s "
                + "".join(f"LEFT JOIN texts {a} ON {a}.hash = s.{c} " for f, (a, c) in joins.items() if f in fields))
         where, params = ["s.run_id = ?"], [run_id]
         for column, value in (("task_id", task_id), ("model", model)):
@@ -225,36 +229,47 @@ class Store(RunRecords, GradeReuse):
             where.append(f"s.status IN ({', '.join('?' * len(statuses))})")
             params.extend(statuses)
         if after is not None:
-            if task_id is None or model is None:
+            if not within:
                 raise ValueError("column_pages(after=...) needs task_id and model: it seeks within one of them")
             where.append("(s.sample_index, s.epoch) > (?, ?)")
             params.extend(after)
         base = sql + "WHERE " + " AND ".join(where)
-        order = " ORDER BY s.task_id, s.model, s.sample_index, s.epoch LIMIT ?"
+        order = f" ORDER BY {', '.join('s.' + k for k in keys)} LIMIT ?"
+        later = f" AND ({', '.join('s.' + k for k in keys)}) > ({', '.join('?' * len(keys))})"
         position = {k: i for i, k in enumerate(keys)}
         for f in fields:
-            if f not in keys:
+            if f not in keys and f not in position and not (within and f in ("task_id", "model")):
                 position[f] = len(position)
+        constant = {"task_id": task_id, "model": model} if within else {}
         decode = [f in JSON_FIELDS for f in fields]
         flags = [f == "cached" for f in fields]
+        scores = [f.startswith(SCORE_PREFIX) for f in fields]
         rows = self._rows(base + order, (*params, batch_size))
         while rows:
             columns = list(zip(*rows))
             page = {}
-            for f, is_json, is_flag in zip(fields, decode, flags):
+            for f, is_json, is_flag, is_score in zip(fields, decode, flags, scores):
+                if f in constant:
+                    page[f] = [constant[f]] * len(rows)
+                    continue
                 values = columns[position[f]]
                 if is_json:
                     page[f] = [None if v is None else from_json(v) for v in values]
                 elif is_flag:
                     page[f] = [None if v is None else bool(v) for v in values]
+                elif is_score:
+                    page[f] = _numbers(values)
                 else:
                     page[f] = list(values)
             yield page
             if len(rows) < batch_size:
                 return
-            last = rows[-1][:4]
-            rows = self._rows(base + " AND (s.task_id, s.model, s.sample_index, s.epoch) > (?, ?, ?, ?)" + order,
-                              (*params, *last, batch_size))
+            rows = self._rows(base + later + order, (*params, *rows[-1][:len(keys)], batch_size))
+
+    def sample_groups(self, run_id: str) -> list[tuple[str, str]]:
+        """The (task_id, model) pairs a run has samples for, in key order (from the key index)."""
+        return [tuple(r) for r in self._rows(
+            "SELECT DISTINCT task_id, model FROM samples WHERE run_id = ? ORDER BY task_id, model", (run_id,))]
 
     def score_keys(self, run_id: str) -> dict[str, list[str]]:
         """task -> the score keys its samples carry, in order of first appearance (samples in key
@@ -420,7 +435,13 @@ def _score_path(key: str) -> str:
 
 
 def _score_sql(key: str) -> str:
-    """SQL for one score as a number: ints and floats as stored, true/false as 1/0, else NULL."""
+    """SQL for one score: `json_extract` (true/false come out as 1/0); `_numbers` drops the rest."""
     path = "'" + _score_path(key).replace("'", "''") + "'"
-    return (f"CASE json_type(s.scores, {path}) WHEN 'integer' THEN json_extract(s.scores, {path}) "
-            f"WHEN 'real' THEN json_extract(s.scores, {path}) WHEN 'true' THEN 1 WHEN 'false' THEN 0 END")
+    return f"json_extract(s.scores, {path})"
+
+
+def _numbers(values: tuple[Any, ...]) -> list[Any]:
+    """Score values as numbers or None: a string (or an object's JSON text) is not a score."""
+    if any(type(v) is str for v in values):
+        return [None if type(v) is str else v for v in values]
+    return list(values)
