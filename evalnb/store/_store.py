@@ -442,6 +442,6 @@ def _score_sql(key: str) -> str:
 
 def _numbers(values: tuple[Any, ...]) -> list[Any]:
     """Score values as numbers or None: a string (or an object's JSON text) is not a score."""
-    if any(type(v) is str for v in values):
+    if str in set(map(type, values)):  # one pass in C
         return [None if type(v) is str else v for v in values]
     return list(values)
