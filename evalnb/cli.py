@@ -100,12 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", parents=[common],
                        help="check a manifest, its data and its code; list every problem a run would hit")
     p.add_argument("file", help="suite manifest (.json, .yaml, .yml)")
+    _allow_paths_flag(p)
     p.add_argument("--schema-only", action="store_true",
                    help="check the manifest alone: read no rows, load no code")
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("preview", parents=[common], help="show the prompt, target and row of an item")
     p.add_argument("file", help="suite manifest")
+    _allow_paths_flag(p)
     p.add_argument("--task", help="task id (default: the first task)")
     p.add_argument("--index", type=_non_negative, default=0, help="item index (default 0)")
     p.add_argument("--limit", type=_positive, default=1, help="how many items from --index (default 1)")
@@ -114,10 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", parents=[common], help="run a suite against models and print its metrics")
     p.add_argument("file", help="suite manifest")
-    p.add_argument("--model", action="append", required=True, metavar="NAME[@BASE_URL]",
-                   help="candidate model (repeat for several); without @BASE_URL: OpenAI")
+    _allow_paths_flag(p)
+    p.add_argument("--model", action="append", required=True, metavar="NAME[@BASE_URL][,api=chat][,label=X]",
+                   help="candidate model (repeat for several); without @BASE_URL: OpenAI. Options after commas "
+                        "are this model's own: api=chat|responses, label=X (its name in the results), "
+                        "base_url=URL, api_key_env=VAR")
     p.add_argument("--api", choices=("responses", "chat"),
-                   help="API of every model given (default: responses, as evalnb.Model); "
+                   help="API of the models that set no api= of their own (default: responses, as evalnb.Model); "
                         "use chat for servers without the Responses API")
     p.add_argument("--concurrency", type=_positive, default=4, help="model calls in flight (1-25, default 4)")
     p.add_argument("--max-samples", type=_positive, help="at most N items per task")
@@ -127,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", action="append", metavar="ID", help="run only this task (repeatable)")
     p.add_argument("--generation", type=_json_object, metavar="JSON",
                    help='generation settings as a JSON object or @file.json, e.g. \'{"temperature": 0}\'')
-    p.add_argument("--judge-model", metavar="NAME[@BASE_URL]", help="model for ctx.responses_create")
+    p.add_argument("--judge-model", metavar="NAME[@BASE_URL][,api=chat]",
+                   help="model for ctx.responses_create (the same options as --model)")
     p.add_argument("--embedding-model", metavar="NAME[@BASE_URL]", help="model for ctx.embeddings_create")
     p.add_argument("--judge-generation", type=_json_object, metavar="JSON",
                    help='defaults of the judge calls graders make, e.g. \'{"temperature": 0, "max_output_tokens": 256}\'')
@@ -137,9 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-cost-usd", type=_usd, metavar="USD",
                    help="stop the run (status 'stopped') before a call could take its spend past USD; "
                         "needs --price and generation max_output_tokens")
+    p.add_argument("--batch-discount", type=_factor, metavar="FACTOR",
+                   help="batched calls cost FACTOR times the --price (e.g. 0.5); for --executor batch")
+    p.add_argument("--executor", choices=("local", "ray", "batch"), default="local",
+                   help="where the calls are made: this process (default), Ray workers, or the provider's "
+                        "Batch API (cheaper, answers within 24h; EVALNB_BATCH_POLL_S sets how often it looks)")
     p.add_argument("--api-key-env", metavar="VAR",
-                   help="read every model's key from $VAR (default: OPENAI_API_KEY for OpenAI hosts, "
-                        "no key for other servers)")
+                   help="read the key of every model without api_key_env= of its own from $VAR (default: "
+                        "OPENAI_API_KEY for OpenAI hosts, no key for other servers)")
     p.add_argument("--name", metavar="TEXT", help='a name for the run, shown by `evalnb runs` (e.g. "v2: neutral defined")')
     p.add_argument("--no-reuse", action="store_true", help="call the models again instead of reusing stored outputs")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
@@ -153,9 +164,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=_positive, help="model calls in flight (default: the run's own)")
     p.add_argument("--max-cost-usd", type=_usd, metavar="USD",
                    help="a new budget for the whole run (what it spent before counts; default: the run's own)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="also send again the samples that failed for their own reasons (a 400 for that prompt, "
+                        "a grader error); by default only transport and provider failures and not-run samples are")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(handler=cmd_resume)
+
+    p = sub.add_parser("cancel", parents=[common],
+                       help="cancel the provider batches of a run made with --executor batch")
+    p.add_argument("run_id", help="run id, a unique prefix or suffix of one, or 'latest'")
+    p.set_defaults(handler=cmd_cancel)
 
     p = sub.add_parser("runs", parents=[common], help="list stored runs, newest first")
     p.add_argument("--limit", type=_non_negative, default=SAMPLE_ROWS, help="at most N runs (0: all; default 20)")
@@ -228,6 +247,16 @@ def _price(text: str) -> tuple[str, dict[str, float]]:
     return name, dict(zip(("input", "output", "cached_input"), values))
 
 
+def _factor(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a factor in (0, 1], e.g. 0.5 for half price, got {text!r}")
+    return value
+
+
 def _json_object(text: str) -> dict[str, Any]:
     if text.startswith("@"):
         try:
@@ -249,7 +278,7 @@ def _json_object(text: str) -> dict[str, Any]:
 def cmd_validate(args: argparse.Namespace) -> int:
     from evalnb.suite.manifest import dataset_kind
 
-    suite = _load_suite(args.file)
+    suite = _load_suite(args.file, args.allow_paths_outside)
     problems = [] if args.schema_only else suite.validate()
     if problems:
         noun = "problem" if len(problems) == 1 else "problems"
@@ -261,7 +290,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_suite(path: str) -> Suite:
+def _allow_paths_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-paths-outside", action="store_true",
+                        help="let the manifest's local dataset and few-shot paths leave its folder "
+                             "(absolute, ~, ..); only for a manifest you trust")
+
+
+def _load_suite(path: str, allow_paths_outside: bool = False) -> Suite:
     """The suite in `path`, or every manifest problem on stderr and exit 1."""
     from evalnb.suite import Suite
 
@@ -271,7 +306,7 @@ def _load_suite(path: str) -> Suite:
     if not file.is_file():
         raise CliError(f"{path}: not a file")
     try:
-        return Suite.from_file(file)
+        return Suite.from_file(file, allow_paths_outside=allow_paths_outside)
     except ManifestError as exc:
         noun = "problem" if len(exc.errors) == 1 else "problems"
         lines = [f"{path}: invalid manifest ({len(exc.errors)} {noun})"]
@@ -280,7 +315,7 @@ def _load_suite(path: str) -> Suite:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    suite = _load_suite(args.file)
+    suite = _load_suite(args.file, args.allow_paths_outside)
     task = suite.task(args.task) if args.task else suite.tasks[0]
     items = suite.items(task.id, limit=args.index + args.limit)
     if args.index >= len(items):
@@ -312,17 +347,23 @@ def cmd_preview(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from evalnb.runner.api import run
 
-    suite = _load_suite(args.file)
+    suite = _load_suite(args.file, args.allow_paths_outside)
     models = [_model(spec, args, "model") for spec in args.model]
     judge = _model(args.judge_model, args, "judge_model") if args.judge_model else None
     embedding = _model(args.embedding_model, args, "embedding_model") if args.embedding_model else None
-    models, judge, embedding = _priced(args.price, models, judge, embedding)
+    prices = args.price
+    if args.batch_discount is not None:
+        if not prices:
+            raise CliError("--batch-discount needs --price: it is a factor on a model's price")
+        prices = [(name, {**price, "batch_discount": args.batch_discount}) for name, price in prices]
+    models, judge, embedding = _priced(prices, models, judge, embedding)
     _check_keys([m for m in (*models, judge, embedding) if m is not None])
     return _finish(_interruptible(lambda: run(
         suite, models, generation=args.generation, concurrency=args.concurrency, task_ids=args.task,
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
         reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
         name=args.name, judge_generation=args.judge_generation, max_cost_usd=args.max_cost_usd,
+        executor=args.executor,
     )), args)
 
 
@@ -354,7 +395,23 @@ def cmd_resume(args: argparse.Namespace) -> int:
         run_id = _find_run(store, args.run_id)
     budget = {} if args.max_cost_usd is None else {"max_cost_usd": args.max_cost_usd}
     return _finish(_interruptible(lambda: resume(run_id, concurrency=args.concurrency, force=args.force,
-                                                 progress=False if args.no_progress else "text", **budget)), args)
+                                                 progress=False if args.no_progress else "text",
+                                                 retry_failed=args.retry_failed, **budget)), args)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from evalnb.runner.api import cancel
+
+    with _open_store() as store:
+        run_id = _find_run(store, args.run_id)
+        batches = cancel(run_id, store=store)
+    if not batches:
+        _err(f"run {run_id} has no provider batches (only runs made with --executor batch have)")
+        return 1
+    for batch in batches:
+        print(f"{batch['id']}  {batch['model']}  {batch['status']}")
+    print(f"run_id: {run_id}: `evalnb resume {run_id}` keeps what was answered and sends the rest again")
+    return 0
 
 
 def _interruptible(start: Any) -> tuple[RunResult, BaseException | None]:
@@ -377,14 +434,16 @@ def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Name
         print(f"epochs: {result.epochs} (n counts items; an item's score is its mean over its epochs)")
     counts = result.run.get("counts") or {}
     failed = int(counts.get("failed") or 0)
+    not_run = int(counts.get("not_run") or 0)
     _print_cost(result)
-    print(f"run_id: {result.run_id}  status: {result.status}  samples: {counts.get('total', 0)}  failed: {failed}")
+    print(f"run_id: {result.run_id}  status: {result.status}  samples: {counts.get('total', 0)}  failed: {failed}"
+          + (f"  not run: {not_run}" if not_run else ""))
     if result.status == "stopped":
         _err(f"{result.run.get('error') or 'stopped by its budget'}; CLI: evalnb resume {result.run_id} --max-cost-usd USD")
     elif result.run.get("error"):
         _err(f"run error: {result.run['error']}")
-    if failed:
-        _report_failures(result, failed)
+    if failed or not_run:
+        _report_failures(result, failed, not_run)
     if interrupted is not None:
         _err(f"interrupted: {interrupted}; `evalnb resume {result.run_id}` (or the same `evalnb run`) continues it")
         return 130
@@ -397,34 +456,69 @@ def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Name
     return 0
 
 
+MODEL_OPTIONS = ("api", "label", "base_url", "api_key_env")  # NAME[@URL],key=value,... (see _model)
+
+
 def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
-    """``NAME[@BASE_URL]`` (parsed as `evalnb.run` does) with --api and --api-key-env applied."""
+    """``NAME[@BASE_URL][,api=chat][,label=X][,base_url=URL][,api_key_env=VAR]`` as a Model.
+
+    A bare NAME is OpenAI's (as `evalnb.Model`). The options after the first comma belong to
+    this model alone; the global ``--api`` / ``--api-key-env`` apply to the models that do not
+    set their own. So one run can compare a server's chat and Responses endpoints:
+    ``--model m@URL,api=chat,label=m-chat --model m@URL,label=m-responses``.
+    """
     from dataclasses import replace
 
-    from evalnb.runner.plan import as_model
+    from evalnb.runner.run_plan import as_model
 
-    model = as_model(spec, what)
+    head, *rest = spec.split(",")
+    options: dict[str, str] = {}
+    for part in rest:
+        key, sep, value = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in MODEL_OPTIONS or not value.strip():
+            raise CliError(f"--{what.replace('_', '-')} {spec}: {part!r} is not one of "
+                           f"{', '.join(k + '=...' for k in MODEL_OPTIONS)} (write NAME[@BASE_URL][,api=chat][,label=X])")
+        if key in options:
+            raise CliError(f"--{what.replace('_', '-')} {spec}: {key}= is given twice")
+        options[key] = value.strip()
+    if "base_url" in options:
+        if "@" in head:
+            raise CliError(f"--{what.replace('_', '-')} {spec}: give the base URL once (NAME@URL or base_url=URL)")
+        head = f"{head}@{options.pop('base_url')}"
+    if options.get("api") not in (None, "responses", "chat"):
+        raise CliError(f"--{what.replace('_', '-')} {spec}: api must be responses or chat, got {options['api']!r}")
+    model = as_model(head, what, bare=True)
     changes: dict[str, Any] = {}
-    if args.api and what != "embedding_model":  # embeddings have one endpoint whatever the API
-        changes["api"] = args.api
-    if args.api_key_env:
-        changes["api_key_env"] = args.api_key_env
+    api = options.get("api") or args.api
+    if api and what != "embedding_model":  # embeddings have one endpoint whatever the API
+        changes["api"] = api
+    key_env = options.get("api_key_env") or args.api_key_env
+    if key_env:
+        changes["api_key_env"] = key_env
+    if "label" in options:
+        changes["label"] = options["label"]
     return replace(model, **changes) if changes else model
 
 
 def _check_keys(models: list[Model]) -> None:
     """Fail before the run, not with a 401 per sample, when a key's variable is unset."""
-    missing: dict[str, list[str]] = {}
-    for m in models:
-        if m.key_env and not os.environ.get(m.key_env):
-            missing.setdefault(m.key_env, []).append(f"{m.name} at {m.base_url}")
-    if missing:
-        raise CliError("; ".join(
-            f"environment variable {var} is not set (the API key for {', '.join(who)})" for var, who in missing.items()
-        ))
+    from evalnb.runner.fail_fast import missing_keys
+
+    problem = missing_keys(models)
+    if problem:
+        raise CliError(problem)
 
 
-def _report_failures(result: RunResult, failed: int) -> None:
+def _report_failures(result: RunResult, failed: int, not_run: int = 0) -> None:
+    reasons = result.failure_reasons()
+    if reasons:
+        what = f"{failed} sample(s) failed" + (f", {not_run} not run" if not_run else "")
+        _err(f"{what}; the commonest reasons:")
+        for reason, n in reasons:
+            print(f"  {n} x {_one_line(reason)}", file=sys.stderr)
+    if not failed:
+        return
     frame = result.samples
     bad = frame[frame["status"] == "failed"].head(3)
     _err(f"{failed} sample(s) failed, for example:")
@@ -449,14 +543,20 @@ def cmd_runs(args: argparse.Namespace) -> int:
     more = bool(args.limit) and len(frame) > args.limit
     rows = [
         [r["run_id"], r["status"], r["created_at"].strftime("%Y-%m-%d %H:%M:%S"), str(r["suite_version"])[:12],
-         r["models"], str(r["n_samples"]), str(r["n_failed"]), r["name"] or ""]
+         r["models"], _done_of_planned(r), str(r["n_failed"]), r["name"] or ""]
         for r in frame.head(args.limit or None).to_dict("records")
     ]
-    headers = ["run_id", "status", "created (UTC)", "suite", "models", "samples", "failed", "name"]
+    headers = ["run_id", "status", "created (UTC)", "suite", "models", "done/planned", "failed", "name"]
     print("\n".join(_table(headers, rows, right={5, 6})))
     if more:
         _err(f"showing the newest {args.limit}; --limit 0 lists all")
     return 0
+
+
+def _done_of_planned(row: dict[str, Any]) -> str:
+    """``20/120``: samples stored of samples planned (``20/?`` for a run recorded before plans were)."""
+    planned = row.get("n_planned")
+    return f"{row['n_samples']}/{'?' if _missing(planned) else int(planned)}"
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -581,18 +681,20 @@ def _find_run(store: Store, ref: str) -> str:
 
 def _print_metrics(result: RunResult) -> None:
     metrics = result.metrics
+    not_run = "n_not_run" in metrics.columns and bool(metrics["n_not_run"].any())
     rows, errors, missing = [], {}, {}
     for r in metrics.to_dict("records"):
         ci = f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]" if not math.isnan(r["ci_low"]) else "-"
         rows.append([r["task_id"], r["model"], r["metric"], str(r["n"]), str(r["n_failed"]), str(r["n_unscored"]),
-                     _num(r["mean"]), ci])
+                     _num(r["mean"]), ci, *([str(r["n_not_run"])] if not_run else [])])
         if not _missing(r.get("error")):
             errors[(r["task_id"], r["model"])] = r["error"]
         if r["n_missing_field"]:
             missing[(r["task_id"], r["model"])] = r["n_missing_field"]
     if rows:
-        headers = ["task", "model", "metric", "n", "n_failed", "n_unscored", "mean", "95% CI"]
-        print("\n".join(_table(headers, rows, right={3, 4, 5, 6})))
+        headers = ["task", "model", "metric", "n", "n_failed", "n_unscored", "mean", "95% CI",
+                   *(["n_not_run"] if not_run else [])]
+        print("\n".join(_table(headers, rows, right={3, 4, 5, 6, 8})))
     else:
         print("(no metrics)")
     for (task, model), error in errors.items():

@@ -48,6 +48,10 @@ class ProviderError(EvalnbError):
         super().__init__(message)
 
 
+class MissingKeyError(EvalnbError, ValueError):
+    """A model's API key variable is unset: raised before a run makes any call (each would get a 401)."""
+
+
 class MissingFieldWarning(UserWarning):
     """A template names a field that none of a task's rows has: every prompt renders it as ""."""
 

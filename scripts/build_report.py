@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,14 +44,30 @@ def execute(path: Path, *, timeout: int = 600) -> "object":
     saved = os.environ.get("PLOTLY_RENDERER")
     os.environ["PLOTLY_RENDERER"] = REPORT_RENDERER  # the kernel inherits this environment
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        with tempfile.TemporaryDirectory(prefix="evalnb-kernel-") as sockets:
+            NotebookClient(nb, timeout=timeout, kernel_name="python3", config=_kernel_config(sockets),
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
     finally:
         if saved is None:
             os.environ.pop("PLOTLY_RENDERER", None)
         else:
             os.environ["PLOTLY_RENDERER"] = saved
     return nb
+
+
+def _kernel_config(folder: str) -> "object":
+    """The kernel talks to us over local sockets (IPC) in ``folder`` rather than TCP on 127.0.0.1.
+
+    Over TCP, ipykernel warns on every start that the channel is not encrypted ("Kernel is
+    running over TCP without encryption"); IPC sockets are files in a private folder, so there
+    is nothing to warn about and `make demo` prints only its report. Their path must be
+    absolute: the kernel runs in the notebook's folder, this process elsewhere. Linux and macOS.
+    """
+    from traitlets.config import Config
+
+    if os.name != "posix":
+        return Config()
+    return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(folder, "kernel")}})
 
 
 def tagged_text(nb: "object", tag: str) -> str:

@@ -318,6 +318,29 @@ def test_api_applies_to_every_model(suite_file, server, capsys):
     assert {r.path for r in server.requests} == {"/v1/chat/completions"}
 
 
+def test_each_model_may_set_its_own_api_and_label_to_compare_one_models_two_endpoints(suite_file, server, capsys):
+    code, out, err = _run(capsys, "run", suite_file, "--task", "arith", "--no-progress",
+                          "--model", f"good@{server.base_url},api=chat,label=good-chat",
+                          "--model", f"good,base_url={server.base_url},label=good-responses")
+    assert code == 0, err
+    assert sorted(r.path for r in server.requests).count("/v1/chat/completions") == 5
+    assert sorted(r.path for r in server.requests).count("/v1/responses") == 5
+    assert _metric_line(out, "arith", "good-chat").split()[3:7] == _metric_line(out, "arith", "good-responses").split()[3:7]
+    run = evalnb.load_run(_run_id(out), store=evalnb.store.Store(Path(os.environ["EVALNB_HOME"]) / "evalnb.sqlite"))
+    assert [(m["label"], m["api"]) for m in run.run["models"]] == [("good-chat", "chat"), ("good-responses", "responses")]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("m,api=completions", "api must be responses or chat, got 'completions'"),
+    ("m,lable=x", "'lable=x' is not one of api=..., label=..., base_url=..., api_key_env=..."),
+    ("m@http://127.0.0.1:9/v1,base_url=http://127.0.0.1:8/v1", "give the base URL once"),
+    ("m,label=a,label=b", "label= is given twice"),
+])
+def test_a_bad_per_model_option_is_an_error_naming_it(suite_file, capsys, spec, message):
+    code, out, err = _run(capsys, "run", suite_file, "--model", spec)
+    assert code == 1 and out == "" and message in err and f"--model {spec}" in err
+
+
 def test_keys_come_from_the_named_environment_variable_only(suite_file, server, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-must-not-leak")
     model = f"good@{server.base_url}"
@@ -392,10 +415,12 @@ def test_runs_lists_newest_first_with_counts(two_runs, capsys):
     code, out, err = _run(capsys, "runs")
     assert code == 0 and err == ""
     lines = out.splitlines()
-    assert lines[0].split() == ["run_id", "status", "created", "(UTC)", "suite", "models", "samples", "failed", "name"]
+    assert lines[0].split() == ["run_id", "status", "created", "(UTC)", "suite", "models", "done/planned", "failed",
+                                "name"]
     assert [ln.split()[0] for ln in lines[2:]] == [second, first]
     version = evalnb.load_run(first).run["suite_version"]
-    assert lines[2].split()[4:] == [version[:12], "flaky", "5", "1"] and lines[3].split()[4:] == [version[:12], "good", "10", "0"]
+    assert lines[2].split()[4:] == [version[:12], "flaky", "5/5", "1"]
+    assert lines[3].split()[4:] == [version[:12], "good", "10/10", "0"]
     code, out, err = _run(capsys, "runs", "--limit", "1")
     assert code == 0 and len(out.splitlines()) == 3 and second in out and first not in out
     assert "--limit 0" in err
@@ -588,3 +613,28 @@ def test_bad_price_and_budget_flags_exit_before_any_call(suite_file, priced_serv
                         "--max-cost-usd", "1")
     assert code == 1 and "no max_output_tokens" in err
     assert priced_server.request_count == 0
+
+
+# ---- provider batches ------------------------------------------------------------------------
+
+
+def test_run_with_executor_batch_at_the_batch_price_then_cancel_lists_its_batches(suite_file, priced_server, capsys,
+                                                                                  monkeypatch):
+    monkeypatch.setenv("EVALNB_BATCH_POLL_S", "0.05")
+    url = priced_server.base_url
+    code, out, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--price", "good=1000,2000",
+                          "--batch-discount", "0.5", "--executor", "batch", "--allow-failures")
+    assert code == 0, err
+    assert priced_server.uploads == 1 and priced_server.calls("/v1/responses") == 0
+    each = (100 * 1000 + 10 * 2000) / 1e6 * 0.5
+    assert f"cost: ${10 * each:.4f}" in out
+    run_id = _run_id(out)
+    code, out, err = _run(capsys, "cancel", run_id)
+    assert code == 0, err
+    (batch_id,) = priced_server.batches
+    assert f"{batch_id}  good  completed" in out  # finished already: nothing to cancel
+    code, out, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--batch-discount", "0.5")
+    assert code == 1 and "--batch-discount needs --price" in err
+    code, _, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--price", "good=1,2",
+                        "--batch-discount", "2")
+    assert code == 2 and "factor in (0, 1]" in err

@@ -56,3 +56,15 @@ def test_the_cli_section_shows_the_real_validate_message(tmp_path, monkeypatch, 
     monkeypatch.setenv("EVALNB_HOME", str(tmp_path / "home"))
     assert main(["validate", "suite.yaml"]) == code == 1
     assert capsys.readouterr().err.splitlines() == shown
+
+
+def test_every_relative_link_of_the_readme_is_in_the_repository():
+    root = Path(__file__).resolve().parent.parent
+    # markdown links, and documents named in backticks (`../shared/SPEC.md` was one; `../.env` in
+    # the text is an example of a refused path, not a document)
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README) + re.findall(r"`(\.\./[^`\s]+\.md)`", README)
+    relative = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert "docs/SPEC.md" in relative
+    outside = [link for link in relative if not (root / link).resolve().is_relative_to(root)]
+    missing = [link for link in relative if not (root / link).exists()]
+    assert outside == [] and missing == []  # a clone has every file the README points to

@@ -2,7 +2,9 @@
 
 Each ``evalnb/graders/<name>.py`` is an ordinary grader (SPEC §8) that imports nothing from
 evalnb, because graders run in a sandbox worker where only the standard library is certain.
-``spec("token_f1")`` gives a ready manifest grader; ``source("token_f1")`` the code to edit.
+``spec("token_f1")`` gives a ready manifest grader; ``source("token_f1")`` the code to edit; a
+manifest may also say ``grader: {builtin: token_f1}`` (expanded on load, see
+`evalnb.suite.python_spec`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ _CATALOG: dict[str, tuple[str, str]] = {
 # These return dicts that name their metric in the source; the others return a bare number,
 # stored under whatever ``metric_id`` says.
 _NAMED_IN_SOURCE = frozenset({"llm_judge", "embedding_similarity", "macro_f1"})
-_OVERRIDABLE = (
+OVERRIDABLE = (
     "contract",
     "execution",
     "model_access",
@@ -64,11 +66,11 @@ def spec(name: str, **overrides: Any) -> dict[str, Any]:
     in its source (llm_judge, embedding_similarity, macro_f1) needs an edited ``source`` too.
     """
     key = _check_name(name)
-    unknown = sorted(set(overrides) - set(_OVERRIDABLE))
+    unknown = sorted(set(overrides) - set(OVERRIDABLE))
     if unknown:
         raise ValueError(
             f"spec({key!r}): unknown grader field(s) {', '.join(unknown)}; "
-            f"allowed: {', '.join(_OVERRIDABLE)}"
+            f"allowed: {', '.join(OVERRIDABLE)}"
         )
     if "source" in overrides and "file_id" in overrides:
         raise ValueError(f"spec({key!r}): give source or file_id, not both")

@@ -3,12 +3,13 @@
 - `Model`: which model, where, which API; the key is read at call time and never shown.
 - `ModelClient`: ``await client.complete(prompt, gen) -> Completion`` with retries, rate-limit
   handling and empty-output retries; ``embeddings`` and ``responses_raw`` for graders.
-- `ClientPool`: pooled HTTP connections shared by every model on a server.
+- `ClientPool`: a run's HTTP connections, shared by every model on a server (httpx's own
+  client for ``https://`` and proxied servers; a lean keep-alive path for direct ``http://``).
 - `AdaptiveLimit`: concurrency that halves on 429s and recovers on success (AIMD).
 - `retry`: the retry policy as pure functions.
 
 The HTTP parts load on first use of `ModelClient`, `ClientPool` or `Completion` (httpx itself
-only once a request needs it: ``https://``, or an error; see `wire`), so
+only once a request needs it: ``https://``, a proxy, or an error; see `http_clients`), so
 ``evalnb.Model`` stays cheap to import.
 """
 
@@ -26,7 +27,7 @@ from evalnb.providers.retry import backoff_delay, is_retryable_status, next_dela
 _LAZY = {
     "ModelClient": "evalnb.providers.client",
     "Completion": "evalnb.providers.client",
-    "ClientPool": "evalnb.providers.pool",
+    "ClientPool": "evalnb.providers.http_clients",
 }
 
 __all__ = [
@@ -60,4 +61,4 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # pragma: no cover
     from evalnb.providers.client import Completion, ModelClient
-    from evalnb.providers.pool import ClientPool
+    from evalnb.providers.http_clients import ClientPool

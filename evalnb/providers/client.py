@@ -28,7 +28,7 @@ from evalnb.providers.parse import (
     parse_responses,
     responses_output_text,
 )
-from evalnb.providers.pool import ClientPool
+from evalnb.providers.http_clients import ClientPool
 from evalnb.providers.responses_compat import chat_to_responses, responses_to_chat
 from evalnb.providers.retry import DEFAULT_BASE_S, DEFAULT_CAP_S, is_retryable_status, next_delay
 from evalnb.redaction import MIN_SECRET_LENGTH, REDACTED, redact
@@ -278,7 +278,8 @@ class ModelClient:
         return _outcome(resp.status_code, resp.reason_phrase, resp.headers, resp.content, parse, mask)
 
     def _route(self, path: str, headers: dict[str, str]) -> tuple[tuple | None, bytes | None]:
-        """For plain-http servers, the pooled connections and the pre-encoded request head.
+        """For direct plain-http servers (`ClientPool.raw_route`: no proxy applies), the lean
+        path's connections and the pre-encoded request head; (None, None) means httpx's client.
 
         Worked out once per (event loop, path, headers) rather than on every call: at
         thousands of calls a second the URL parsing alone shows up in profiles.
@@ -294,8 +295,8 @@ class ModelClient:
 
     async def _attempt_raw(self, route: tuple, head: bytes, payload: bytes, timeout_s: float,
                            parse: Callable[[Any], Any], mask: tuple[bytes, ...] = ()) -> Any:
-        """`_attempt` for plain-``http://`` servers: the same request bytes and outcomes,
-        sent through the pooled transport without httpx's per-request objects."""
+        """`_attempt` for direct plain-``http://`` servers: the same request and outcomes,
+        sent on the lean keep-alive path (`wire.ConnectionPool`) instead of httpx's."""
         connections, host, port, _ = route
         wire = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(payload), payload)
         try:

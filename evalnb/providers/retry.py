@@ -110,11 +110,3 @@ def next_delay(
         if told is not None:
             return told
     return backoff_delay(attempt, rng=rng, base=base, cap=cap)
-
-
-def should_retry(retries_done: int, max_retries: int, *, status: int | None = None,
-                 transport_error: bool = False) -> bool:
-    """True when this failure is retryable and the budget (`max_retries`) is not spent."""
-    if retries_done >= max_retries:
-        return False
-    return transport_error or (status is not None and is_retryable_status(status))

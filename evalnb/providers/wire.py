@@ -1,11 +1,11 @@
-"""HTTP/1.1 keep-alive connections over asyncio protocols, without httpx objects.
+"""HTTP/1.1 keep-alive connections over asyncio protocols, for direct plain-``http://`` servers.
 
-The wire half of `transport.Http11Transport`, importable without httpx: a run that only talks
-to plain-``http://`` servers (local vLLM, the test server, the benchmark's mock) sends its
-pre-encoded requests through a `ConnectionPool` directly (`send_raw`) and never needs httpx's
-Request/Response objects; httpx (~35 ms to import) loads when a request goes through
-`ClientPool.client` (``https://``, odd headers) or when something fails, since the errors
-raised here are httpx's own exception types, so callers see one set of exceptions either way.
+The lean route of `http_clients.ClientPool` (which decides when it applies: never when httpx
+would use a proxy, never for ``https://``): `ModelClient` sends pre-encoded requests through a
+`ConnectionPool` (`send_raw`) and gets (status, reason, headers, body) back, without httpx's
+Request/Response objects or its connection pool, whose CPU cost per call is what caps a local
+server (numbers in ``benchmarks/README.md``). httpx loads only when something fails: the
+errors raised here are httpx's own exception types, so callers see one set of exceptions.
 
 A request is never re-sent here: a connection that dies before the reply raises
 ``httpx.RemoteProtocolError`` and the retry policy above decides (so no call is silently doubled).
@@ -14,8 +14,6 @@ A request is never re-sent here: a connection that dies before the reply raises
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 _HEAD_LIMIT = 1 << 16
@@ -168,8 +166,7 @@ class _Conn(asyncio.Protocol):
 class ConnectionPool:
     """Idle keep-alive connections per (host, port), at most `max_connections` busy at once.
 
-    One per server origin and event loop; `Http11Transport` (httpx's side) and `send_raw`
-    (the runner's side) share it, so both kinds of request reuse the same sockets.
+    One per server origin and event loop (`ClientPool` keeps them).
     """
 
     def __init__(self, *, max_connections: int = 32, keepalive_expiry: float = 30.0):
@@ -188,11 +185,11 @@ class ConnectionPool:
     async def send_raw(self, host: str, port: int, wire: bytes, *, method: str = "POST",
                        timeout: float | None = None) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
         """Send a ready-made ``http://`` request (`wire`: request line, headers, body) and
-        return (status, reason, headers, body) — the same wire work as
-        `Http11Transport.handle_async_request`, without building httpx Request/Response objects.
+        return (status, reason, headers, body).
 
-        It is the runner's hot path to local servers: at thousands of calls a second those
-        objects cost more than the exchange itself. Errors are the same httpx exceptions.
+        It is the runner's hot path to local servers: at thousands of calls a second httpx's
+        objects and pool cost more than the exchange itself. Errors are httpx's exception
+        types; `timeout` bounds the whole call and raises ``TimeoutError``.
         """
         request = _RawRequest(method)
         slots = self.slots
@@ -202,25 +199,12 @@ class ConnectionPool:
         async with asyncio.timeout(timeout):
             await slots.acquire()
             try:
-                conn = self.checkout(key) or await self.connect(key, None, request)
-                return await self.exchange(key, conn, wire, request, None)
+                conn = self._checkout(key) or await self._connect(key, request)
+                return await self._exchange(key, conn, wire, request)
             finally:
                 slots.release()
 
-    @contextlib.asynccontextmanager
-    async def slot(self, timeout: float | None, request: Any) -> AsyncIterator[None]:
-        slots = self.slots
-        try:
-            async with asyncio.timeout(timeout):
-                await slots.acquire()
-        except TimeoutError:
-            raise http_error("PoolTimeout", "no free connection in time", request) from None
-        try:
-            yield
-        finally:
-            slots.release()
-
-    def checkout(self, key: tuple[str, int]) -> _Conn | None:
+    def _checkout(self, key: tuple[str, int]) -> _Conn | None:
         idle = self._idle.get(key)
         if not idle:
             return None
@@ -232,29 +216,18 @@ class ConnectionPool:
             conn.close()
         return None
 
-    async def connect(self, key: tuple[str, int], timeout: float | None, request: Any) -> _Conn:
-        loop = asyncio.get_running_loop()
+    async def _connect(self, key: tuple[str, int], request: Any) -> _Conn:
         try:
-            async with asyncio.timeout(timeout):
-                _, conn = await loop.create_connection(_Conn, key[0], key[1])
-        except TimeoutError:
-            raise http_error("ConnectTimeout", f"connecting to {key[0]}:{key[1]} timed out", request) from None
+            _, conn = await asyncio.get_running_loop().create_connection(_Conn, key[0], key[1])
         except OSError as exc:
             raise http_error("ConnectError", f"cannot connect to {key[0]}:{key[1]}: {exc}", request) from None
         return conn
 
-    async def exchange(self, key: tuple[str, int], conn: _Conn, wire: bytes, request: Any,
-                       read_timeout: float | None) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
+    async def _exchange(self, key: tuple[str, int], conn: _Conn, wire: bytes,
+                        request: Any) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
         """Send on `conn`, wait for the reply, and put the connection back if it stays open."""
         try:
-            if read_timeout is None:
-                status, reason, headers, data, keep = await conn.exchange(wire, request)
-            else:
-                try:
-                    async with asyncio.timeout(read_timeout):
-                        status, reason, headers, data, keep = await conn.exchange(wire, request)
-                except TimeoutError:
-                    raise http_error("ReadTimeout", "waiting for the reply timed out", request) from None
+            status, reason, headers, data, keep = await conn.exchange(wire, request)
         except BaseException:
             conn.close()  # cancelled or failed mid-exchange: the connection's state is unknown
             raise

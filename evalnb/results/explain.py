@@ -25,13 +25,16 @@ VERDICT_COLUMNS = (
 
 
 def verdicts(table: pd.DataFrame, *, alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
-    """One row per comparison: ``verdict`` ("real", "not shown", "borderline", "no pairs") and ``text``.
+    """One row per comparison: ``verdict`` ("real", "not shown", "borderline", "no difference",
+    "no pairs") and ``text``.
 
     "real": the 95% interval excludes 0 and the test's p is below ``alpha`` (Holm's p when
     the table has ``p_holm``, else McNemar's for 0/1 metrics, else a t-test on the stderr);
     "not shown": neither; "borderline": they disagree. ``mde``: the smallest true difference
     these pairs detect with ``power``; ``n_needed``: the items needed to detect the difference
     seen, from the per-item SD of the differences (None when no difference was seen).
+    "no difference": every pair scored the same (an unchanged task, two identical models): one
+    short sentence, no talk of noise or sample sizes (``mde`` and ``n_needed`` stay empty).
     """
     import pandas as pd
 
@@ -76,6 +79,11 @@ def _verdict(row: dict[str, Any], alpha: float, power: float) -> dict[str, Any]:
         return out
     p, test = _test(row)
     mean, low, high, stderr = row["mean_diff"], row["ci_low"], row["ci_high"], row["stderr"]
+    if mean == 0 and stderr == 0:  # every pair the same: nothing to weigh against noise
+        out.update(p_value=p, test=test, verdict="no difference",
+                   text=f"{comparison} on {row['task_id']} ({row['metric']}): no difference; all {n} items scored "
+                        "the same in both.")
+        return out
     excludes = not _missing(low) and (low > 0 or high < 0)
     significant = not math.isnan(p) and p < alpha
     verdict = "real" if excludes and significant else "not shown" if not (excludes or significant) else "borderline"
@@ -92,9 +100,9 @@ def _verdict(row: dict[str, Any], alpha: float, power: float) -> dict[str, Any]:
         "borderline": "Borderline: the interval and the test disagree; more items would settle it.",
     }[verdict]
     sizes = []
-    if not math.isnan(mde):
+    if not math.isnan(mde) and sd:  # sd == 0: every pair moved alike; no noise to speak of
         sizes.append(f"With {n} items, a difference under {mde:.3f} could not be told from noise")
-    if needed is not None:
+    if needed is not None and sd:
         sizes.append(f"detecting a true difference of {abs(mean):.3f} takes about {needed} items "
                      f"({power:.0%} power, α = {alpha:g})")
     tail = ("; ".join(sizes) + ".") if sizes else ""

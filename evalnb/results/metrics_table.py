@@ -24,14 +24,16 @@ def task_model_rows(
     task: str, model: str, part: pd.DataFrame | None, specs: list[dict[str, Any]], columns: Mapping[str, str],
     batch: Mapping[str, Any], batch_ids: list[str], *, epochs: int = 1, confidence: float = 0.95,
     clusters: Mapping[tuple[str, int], Any] | None = None, cluster_by: str | None = None,
-    n_missing_field: int = 0,
+    n_missing_field: int = 0, planned: int | None = None,
 ) -> list[dict[str, Any]]:
     """The metrics rows of one (task, model): sample metrics, then batch metrics over them.
 
     Each item is reduced to one score first (its mean over epochs); with ``clusters`` the
     stderr is the CR1 cluster-robust one over those item scores. ``n_unscored`` counts the
     samples that neither failed nor have a value: the grader returned None/NaN for the
-    metric, or a stopped run never graded them.
+    metric, or a stopped run never graded them. ``n_not_run`` counts the samples never run: those
+    marked so (a stopped model or task) and, against ``planned``, those a cancelled or
+    budget-stopped run never reached.
     """
     from evalnb.results import stats
     from evalnb.results.epochs import item_values, pass_at_k_ks, pass_at_k_means
@@ -41,12 +43,16 @@ def task_model_rows(
     ks = pass_at_k_ks(epochs)
     if part is None:
         failed = kept = None
-        n_failed = 0
+        n_failed = n_marked = 0
     else:
         failed = part["status"] == "failed"
-        kept = part[~failed]  # scored or unscored
-        n_failed = int(failed.sum())
-    base = {"task_id": task, "model": model, "n_failed": n_failed, "n_missing_field": n_missing_field,
+        not_run = part["status"] == "not_run"
+        kept = part[~failed & ~not_run]  # scored or unscored
+        n_failed, n_marked = int(failed.sum()), int(not_run.sum())
+    stored = 0 if part is None else len(part)
+    n_not_run = n_marked + (max(planned - stored, 0) if planned is not None else 0)
+    base = {"task_id": task, "model": model, "n_failed": n_failed, "n_not_run": n_not_run,
+            "n_missing_field": n_missing_field,
             "epochs": epochs, "stderr": math.nan, "ci_low": math.nan, "ci_high": math.nan, "aggregation": "mean",
             "error": None, "n_clusters": None, **{f"pass_at_{k}": math.nan for k in ks}}
     better = {spec["id"]: bool(spec["higher_is_better"]) for spec in specs}

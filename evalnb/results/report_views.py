@@ -40,10 +40,14 @@ class Report:
         if run.get("suite_version"):
             head.append(f"  suite {str(run['suite_version'])[:16]}")
         if counts:
-            head.append(f"  samples: {counts.get('total', 0)} ({counts.get('failed', 0)} failed)")
+            head.append(f"  samples: {counts.get('total', 0)} ({counts.get('failed', 0)} failed"
+                        + (f", {counts['not_run']} not run" if counts.get("not_run") else "") + ")")
         if r.epochs > 1:
             head.append(f"  epochs: {r.epochs} (n counts items)")
         lines = ["".join(head), "models: " + ", ".join(r.models)]
+        reasons = r.failure_reasons()
+        if reasons:
+            lines.append("why: " + "; ".join(f"{reason} ({n})" for reason, n in reasons))
         for cell in self._cells():
             lines.append(f"{cell['task']} / {cell['metric']}{'' if cell['higher_is_better'] else ' (lower is better)'}")
             for model in r.models:
@@ -66,7 +70,11 @@ class Report:
         if run.get("suite_version"):
             info.append(f"<b>suite</b> <code>{esc(str(run['suite_version'])[:16])}</code>")
         if counts:
-            info.append(f"<b>samples</b> {counts.get('total', 0):,} ({counts.get('failed', 0):,} failed)")
+            info.append(f"<b>samples</b> {counts.get('total', 0):,} ({counts.get('failed', 0):,} failed"
+                        + (f", {counts['not_run']:,} not run" if counts.get("not_run") else "") + ")")
+        reasons = r.failure_reasons()
+        if reasons:
+            info.append("<b>why</b> " + "; ".join(f"{esc(reason)} ({n:,})" for reason, n in reasons))
         if r.epochs > 1:
             info.append(f"<b>epochs</b> {r.epochs}")
         cell_style = 'style="text-align:right;vertical-align:top;font-variant-numeric:tabular-nums;padding:2px 10px"'
@@ -116,7 +124,8 @@ def _describe(row: Mapping[str, Any]) -> str:
 def _counts(row: Mapping[str, Any]) -> list[str]:
     """What the mean leaves out, for the report: failed and unscored samples, prompts missing a field."""
     notes = []
-    for key, words in (("n_failed", "failed"), ("n_unscored", "unscored"), ("n_missing_field", "missing a field")):
+    for key, words in (("n_failed", "failed"), ("n_unscored", "unscored"), ("n_not_run", "not run"),
+                       ("n_missing_field", "missing a field")):
         if row.get(key):
             notes.append(f"{row[key]:,} {words}")
     return notes

@@ -41,7 +41,8 @@ __all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
 from evalnb.results.frames import SAMPLE_COLUMNS, lean_frame, metric_columns, metric_specs, samples_frame  # noqa: E402
 
 METRICS_COLUMNS = (
-    "task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_missing_field", "epochs", "mean", "stderr",
+    "task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_not_run", "n_missing_field", "epochs", "mean",
+    "stderr",
     "ci_low", "ci_high", "higher_is_better", "aggregation", "source", "error",
 )
 _SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
@@ -59,7 +60,7 @@ def _joined(pages: Iterable[Mapping[str, list[Any]]]) -> dict[str, list[Any]]:
 
 
 def _columns(samples: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """Sample dicts as the columns `Store.sample_columns` gives (missing fields are None)."""
+    """Sample dicts as the columns `Store.column_pages` gives (missing fields are None)."""
     from evalnb.store import SAMPLE_FIELDS
 
     columns: dict[str, list[Any]] = {f: [] for f in SAMPLE_FIELDS}
@@ -351,8 +352,9 @@ class RunResult:
         its epochs), so `n` counts items with a value and `stderr` is over those item scores;
         `n_failed` counts failed samples (every failed ask) and `n_unscored` the samples that
         neither failed nor have a value (the grader returned None/NaN, or a stopped run never
-        graded them): with one epoch, n + n_failed + n_unscored is every sample of the task
-        and model. `n_missing_field` counts the samples whose prompt or target template named a
+        graded them), `n_not_run` the samples never run (a stopped model or task, a cancelled or
+        budget-stopped run): with one epoch, n + n_failed + n_unscored + n_not_run is every
+        planned sample of the task and model. `n_missing_field` counts the samples whose prompt or target template named a
         field their row lacks (rendered as ""). `aggregation: "none"` reports n alone. A batch
         grader's metrics replace same-named rows (source "batch", no stderr or interval) and
         its error is shown on every row of that task and model. A run with epochs also gets
@@ -416,6 +418,7 @@ class RunResult:
         frame, columns = self._lean
         unclustered = unclustered or {}
         missing = self._missing_field_counts()
+        planned = (self._run.get("summary") or {}).get("planned") or {}
         specs = self._specs()
         epochs = self.epochs
         batch = {(t["task_id"], t["model"]): t for t in self._task_metrics}
@@ -432,7 +435,8 @@ class RunResult:
                                         batch.get((task, model)) or {}, batch_ids.get(task) or ["score"],
                                         epochs=epochs, confidence=confidence,
                                         clusters=None if task in unclustered else clusters,
-                                        cluster_by=cluster_by, n_missing_field=missing.get((task, model), 0))
+                                        cluster_by=cluster_by, n_missing_field=missing.get((task, model), 0),
+                                        planned=(planned.get(task) or {}).get(model))
                 if task in unclustered:
                     for row in found:
                         row["n_clusters"] = None
@@ -443,7 +447,8 @@ class RunResult:
         table = pd.DataFrame.from_records(rows, columns=order)
         table["error"] = pd.Series([r["error"] for r in rows], dtype="object")
         table["n_clusters"] = pd.array([r.get("n_clusters") for r in rows], dtype="Int64")
-        return table.astype({"n": "int64", "n_failed": "int64", "n_unscored": "int64", "n_missing_field": "int64",
+        return table.astype({"n": "int64", "n_failed": "int64", "n_unscored": "int64", "n_not_run": "int64",
+                             "n_missing_field": "int64",
                              "epochs": "int64", "mean": "float64", "stderr": "float64", "ci_low": "float64",
                              "ci_high": "float64", "higher_is_better": "bool"})
 
@@ -683,8 +688,23 @@ class RunResult:
         # Cheap on purpose: asyncio and debuggers repr results freely; `print(result)` or
         # `result.summary()` gives the full report.
         counts = self._run.get("counts") or {}
+        not_run = f" not_run={counts['not_run']}" if counts.get("not_run") else ""
+        reasons = self.failure_reasons(1) if counts.get("failed") or counts.get("not_run") else []
+        why = f": {reasons[0][0]} ({reasons[0][1]})" if reasons else ""
         return (f"<RunResult {self.run_id or '(not stored)'} status={self.status or 'unknown'} "
-                f"samples={counts.get('total', '?')} failed={counts.get('failed', '?')}>")
+                f"samples={counts.get('total', '?')} failed={counts.get('failed', '?')}{not_run}{why}>")
+
+    def failure_reasons(self, limit: int = 3) -> list[tuple[str, int]]:
+        """The commonest reasons samples failed or were not run, with counts, most first:
+        ``[("model 'm' stopped after 3 consecutive failed calls (auth): HTTP 401: ...", 97), ...]``."""
+        if self._store is not None and self._run_id is not None:
+            return self._store.failure_reasons(self._run_id, limit)
+        from collections import Counter
+
+        frame = self._frame[0]
+        errors = frame.loc[frame["status"].isin(["failed", "not_run"]), "error"]
+        found = Counter(e.get("message") for e in errors if isinstance(e, dict) and e.get("message"))
+        return found.most_common(limit)
 
     def browse(self, filter: str | None = None, *, models: list[str] | None = None,
                baseline: RunResult | None = None, epoch: int | None = None) -> Any:

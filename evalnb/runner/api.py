@@ -14,12 +14,13 @@ the same thing again: its finished samples are kept, the rest are done.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from evalnb.aio import run_sync
 from evalnb.runner.progress import check_mode
 from evalnb.runner.engine import RunEngine
-from evalnb.runner.plan import make_plan, rebuild_model
+from evalnb.runner.run_plan import make_plan, rebuild_model
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,8 +29,29 @@ if TYPE_CHECKING:
     from evalnb.results.run_result import RunResult
 
 
-def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResult":
-    """Run `suite` against `models` and return the result; works in scripts and in Jupyter.
+def run(
+    suite: "Suite",
+    models: Sequence[Any] | Any,
+    *,
+    generation: Any = None,
+    concurrency: int = 4,
+    task_ids: Sequence[str] | None = None,
+    max_samples: int | None = None,
+    judge_model: Any = None,
+    embedding_model: Any = None,
+    grader_concurrency: int | None = None,
+    metadata: dict[str, Any] | None = None,
+    reuse: bool = True,
+    allow_network: bool | Sequence[str] = False,
+    progress: bool | str | None = None,
+    store: Any = None,
+    epochs: int = 1,
+    name: str | None = None,
+    executor: Any = "local",
+    judge_generation: Any = None,
+    max_cost_usd: float | None = None,
+) -> "RunResult":
+    """Run `suite` against `models` (`evalnb.Model`s) and return the result; works in scripts and in Jupyter.
 
     Options: ``generation`` (dict), ``concurrency`` (1-25, default 4), ``task_ids``,
     ``max_samples``, ``epochs`` (1-100, default 1: how many times each item is asked, each
@@ -55,7 +77,12 @@ def run(suite: "Suite", models: Sequence[Any] | Any, **options: Any) -> "RunResu
     ``task = asyncio.ensure_future(evalnb.arun(...))``, then ``result = await task`` (a
     blocked cell only sees the click after it ends).
     """
-    return _raise_if_interrupted(run_sync(arun(suite, models, **options)))
+    return _raise_if_interrupted(run_sync(arun(
+        suite, models, generation=generation, concurrency=concurrency, task_ids=task_ids, max_samples=max_samples,
+        judge_model=judge_model, embedding_model=embedding_model, grader_concurrency=grader_concurrency,
+        metadata=metadata, reuse=reuse, allow_network=allow_network, progress=progress, store=store, epochs=epochs,
+        name=name, executor=executor, judge_generation=judge_generation, max_cost_usd=max_cost_usd,
+    )))
 
 
 def _raise_if_interrupted(result: "RunResult") -> "RunResult":
@@ -123,6 +150,7 @@ async def arun(
         judge_generation=judge_generation,
         max_cost_usd=max_cost_usd,
     )
+    check_keys(plan)
     return await RunEngine(plan, store=store, progress=progress).execute()
 
 
@@ -132,10 +160,15 @@ _KEEP = object()  # resume(max_cost_usd=...) not given: the run's own budget
 def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
            store: Any = None, concurrency: int | None = None, judge_model: Any = None,
            embedding_model: Any = None, force: bool = False, executor: Any = None,
-           max_cost_usd: Any = _KEEP) -> "RunResult":
+           max_cost_usd: Any = _KEEP, retry_failed: bool = False) -> "RunResult":
     """Continue a run that died, failed, was cancelled or was stopped by its budget, under the same run id.
 
-    Finished samples are kept; the rest are done with the run's own stored options
+    Completed samples are kept. Samples that failed for the transport's or the provider's
+    reasons (connection errors, timeouts, 5xx, 408/409/429, 401/403/404) and samples not run
+    (a stopped model or task) are sent again, also for a run that ended ``completed``, and the
+    progress display says how many; samples that failed for their own reasons (a 400 for that
+    prompt, an extraction or grader error) stay failed unless ``retry_failed=True``. The rest
+    (never reached: a cancelled or budget-stopped run) are done with the run's own stored options
     (generation, ``epochs``, ``reuse``, ``grader_concurrency``, ``allow_network``,
     ``judge_generation``, ``max_cost_usd``, ...). ``max_cost_usd=Y`` gives the run a new budget
     (for the whole run: what it spent before counts; None removes it). Models (and the
@@ -153,22 +186,29 @@ def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool |
     return _raise_if_interrupted(run_sync(aresume(run_id, models=models, progress=progress, store=store,
                                                   concurrency=concurrency, judge_model=judge_model,
                                                   embedding_model=embedding_model, force=force,
-                                                  executor=executor, max_cost_usd=max_cost_usd)))
+                                                  executor=executor, max_cost_usd=max_cost_usd,
+                                                  retry_failed=retry_failed)))
 
 
 async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
                   store: Any = None, concurrency: int | None = None, judge_model: Any = None,
                   embedding_model: Any = None, force: bool = False, executor: Any = None,
-                  max_cost_usd: Any = _KEEP) -> "RunResult":
+                  max_cost_usd: Any = _KEEP, retry_failed: bool = False) -> "RunResult":
     from evalnb.suite import Suite
     from evalnb.store import Store
 
     check_mode(progress)
     store = store or Store()
     record = store.get_run(run_id)
-    if record["status"] == "completed":
+    again, kept = _failures_to_resend(store, run_id, retry_failed)
+    note = _resume_note(run_id, again, kept, retry_failed)
+    if record["status"] == "completed" and not again:
         from evalnb.results.run_result import RunResult
 
+        if progress is not False and progress != "none":
+            import sys
+
+            print(f"evalnb: {note}", file=sys.stderr)
         return RunResult(store, run_id)
     manifest = store.get_suite(record["suite_version"])
     summary = record.get("summary") or {}
@@ -187,7 +227,56 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
     if max_cost_usd is not _KEEP:
         options["max_cost_usd"] = max_cost_usd
     plan = make_plan(suite, models, **options)
-    return await RunEngine(plan, store=store, progress=progress, run_id=run_id, force=force).execute()
+    check_keys(plan)
+    return await RunEngine(plan, store=store, progress=progress, run_id=run_id, force=force,
+                           reopen=record["status"] == "completed", retry_failed=retry_failed,
+                           note=note).execute()
+
+
+def _failures_to_resend(store: Any, run_id: str, retry_failed: bool) -> tuple[Counter, int]:
+    """The run's failed and not-run samples a resume sends again (by kind) and how many it keeps."""
+    from evalnb.runner.fail_fast import failure_kind, resendable
+
+    again: Counter = Counter()
+    kept = 0
+    for *_, error in store.failed_errors(run_id):
+        if retry_failed or resendable(error):
+            error = error if isinstance(error, dict) else {}
+            if error.get("stage") == "not_run":
+                kind = "not run"
+            elif error.get("stage") == "generation":
+                kind = failure_kind(error.get("status"), str(error.get("message") or "")) or (
+                    f"HTTP {error['status']}" if error.get("status") else "failed")
+            else:
+                kind = f"{error.get('stage') or 'failed'} error"
+            again[kind] += 1
+        else:
+            kept += 1
+    return again, kept
+
+
+def _resume_note(run_id: str, again: Counter, kept: int, retry_failed: bool) -> str:
+    """What a resume says it does with the failed samples (shown on the progress display)."""
+    if again:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in again.most_common())
+        text = f"resume {run_id}: sending again {sum(again.values())} sample(s) that failed or were not run ({kinds})"
+    else:
+        text = f"resume {run_id}: no failed or not-run sample to send again"
+    if kept and not retry_failed:
+        text += (f"; keeping {kept} that failed for their own reasons (a 400 for that prompt, an extraction or "
+                 "grader error): retry_failed=True (--retry-failed) sends them too")
+    return text
+
+
+def check_keys(plan: Any) -> None:
+    """Refuse to start, before any call, when a model's key variable is unset (as the CLI does):
+    every call would fail with a 401, one per sample."""
+    from evalnb.errors import MissingKeyError
+    from evalnb.runner.fail_fast import missing_keys
+
+    problem = missing_keys([*plan.models, plan.judge_model, plan.embedding_model])
+    if problem:
+        raise MissingKeyError(f"{problem}; set it, or give the model its key with api_key=")
 
 
 def stored_options(record: dict[str, Any]) -> dict[str, Any]:
@@ -208,6 +297,48 @@ def stored_options(record: dict[str, Any]) -> dict[str, Any]:
     for role in ("judge_model", "embedding_model"):
         options[role] = rebuild_model(options.get(role))
     return options
+
+
+def cancel(run_id: str, *, store: Any = None) -> list[dict[str, Any]]:
+    """Cancel the provider batches of a batch run (``executor="batch"``) that are still running.
+
+    Only on request: an interrupted run leaves its batches running, to be picked up by
+    `resume`. Returns each batch the run had, ``{"id", "model", "status"}`` (``cancelling``
+    for those just asked to stop, else the status it ended with). A run still waiting on them
+    fails the requests the provider had not answered ("cancelled"); a later `resume` keeps what
+    was answered and sends the rest again. Models' keys come from the environment variables they were stored with.
+    """
+    return run_sync(acancel(run_id, store=store))
+
+
+async def acancel(run_id: str, *, store: Any = None) -> list[dict[str, Any]]:
+    """The async form of `cancel`."""
+    from evalnb.errors import ProviderError
+    from evalnb.providers.batch_api import TERMINAL, BatchAPI
+    from evalnb.runner.batch_executor import save_batch, stored_batches
+    from evalnb.store import Store
+
+    store = store or Store()
+    record = store.get_run(run_id)
+    summary = record.get("summary") or {}
+    models = {m.label: m for m in (rebuild_model(x) for x in summary.get("models") or record["models"])}
+    out = []
+    batches = stored_batches(store, run_id)
+    for batch in batches:
+        status = batch.get("status")
+        model = models.get(batch.get("model"))
+        if model is not None and not batch.get("done") and status not in TERMINAL:
+            async with BatchAPI(model) as api:
+                try:
+                    status = (await api.cancel(batch["id"])).get("status", status)
+                except ProviderError as exc:
+                    if exc.status != 409:  # 409: it finished meanwhile
+                        raise
+                    status = (await api.retrieve(batch["id"])).get("status", status)
+            batch["cancel_requested"] = True  # a resume collects what it answered and sends the rest again
+            save_batch(store, run_id, batch)
+        out.append({"id": batch["id"], "model": batch.get("model"), "status": status})
+    return out
 
 
 def runs(store: Any = None) -> "pd.DataFrame":

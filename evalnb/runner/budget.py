@@ -62,6 +62,19 @@ class Budget:
         self.reserved += worst
         return True
 
+    def try_reserve(self, worst: float) -> bool:
+        """`reserve` without waiting: for calls that are only made later in one go (a provider
+        batch), where waiting for calls in flight would wait for ourselves."""
+        if self.limit is not None and (self.exhausted or not self._fits(worst)):
+            self.exhausted = True
+            self.refused += 1
+            return False
+        self.in_flight += 1
+        if worst > 0:
+            self.priced_in_flight += 1
+        self.reserved += worst
+        return True
+
     def settle(self, worst: float, cost: float | None) -> None:
         """A reserved call returned (or failed): release its reservation, count what it cost."""
         self.in_flight -= 1
@@ -95,5 +108,11 @@ class Budget:
         """``$0.0123 spent`` (``of $5.00`` with a budget), for progress lines and errors."""
         text = f"${self.spent:.4f} spent"
         if self.limit is not None:
-            text += f" of ${self.limit:.2f}"
+            text += f" of {usd_as_given(self.limit)}"
         return text
+
+
+def usd_as_given(amount: float) -> str:
+    """``$5.00``, and ``$0.0004`` for a budget that cents would round away (not ``$0.00``)."""
+    cents = f"{amount:.2f}"
+    return f"${cents}" if float(cents) == amount else f"${amount:.12g}"

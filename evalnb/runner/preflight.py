@@ -6,8 +6,12 @@ prompt plus the ``instructions`` (`providers.pricing.estimate_tokens`): no token
 evalnb's examples the total is within 7% of OpenAI's cl100k_base, single prompts within
 -24%..+35% (benchmarks/token_estimate.py); Chinese or Japanese text can need 2x more. The cost bound prices every call at its estimated input tokens plus
 ``max_output_tokens`` of output, as if nothing were answered from the store; without
-``max_output_tokens`` there is no bound. Judge calls are counted (at most ``max_model_calls``
-per grading) but not priced: what a judge is sent depends on the answers.
+``max_output_tokens`` there is no bound. Judge calls are counted but not priced: what a
+judge is sent depends on the answers. ``judge_calls`` is the likely count (a per-sample grader
+makes one call per ``ctx.responses_create`` / ``ctx.embeddings_create`` in its code, per
+sample), ``max_judge_calls`` the bound (``max_model_calls`` per grading). Beside the cost bound,
+``max_cost_usd_batch`` is the same bound at the models' batch prices (``executor="batch"``;
+`providers.pricing.batch_price`: the live price where a model gives no batch price).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ if TYPE_CHECKING:
     from evalnb.suite import Suite
 
 ESTIMATE_COLUMNS = ("task_id", "model", "calls", "input_tokens", "max_output_tokens", "max_cost_usd",
-                    "max_judge_calls")
+                    "max_cost_usd_batch", "judge_calls", "max_judge_calls")
+_MODEL_CALLS = frozenset({"responses_create", "embeddings_create"})
 
 
 @dataclass
@@ -49,6 +54,14 @@ class Estimate:
         return float(priced["max_cost_usd"].sum())
 
     @property
+    def max_cost_usd_batch(self) -> float:
+        """`max_cost_usd` at the models' batch prices (``executor="batch"``)."""
+        priced = self.table[self._priced]
+        if priced.empty or priced["max_cost_usd_batch"].isna().any():
+            return math.nan
+        return float(priced["max_cost_usd_batch"].sum())
+
+    @property
     def _priced(self) -> Any:
         return self.table["priced"] if "priced" in self.table.columns else self.table["max_cost_usd"].notna()
 
@@ -58,8 +71,15 @@ class Estimate:
         cost = self.max_cost_usd
         if cost == cost:
             line += f", at most ${cost:,.4f}"
+            batch = self.max_cost_usd_batch
+            if batch == batch and batch != cost:
+                line += f" live, ${batch:,.4f} batched"
         judges = int(self.table["max_judge_calls"].sum())
-        if judges:
+        likely = self.table["judge_calls"]
+        if judges and likely.notna().all():
+            line += (f"; judge calls: about {int(likely.sum()):,} (as the graders' code reads), at most {judges:,} "
+                     "(max_model_calls; not priced)")
+        elif judges:
             line += f"; judge calls: up to {judges:,} (not priced)"
         return "\n".join([line, *self.notes])
 
@@ -92,14 +112,14 @@ def estimate(
     """Count what ``evalnb.run(suite, models, ...)`` with these options would send.
 
     Returns an `Estimate`: ``.table`` (task_id, model, calls, input_tokens, max_output_tokens,
-    max_cost_usd, max_judge_calls), ``.calls``, ``.input_tokens``, ``.max_cost_usd`` and
-    ``.summary()``. ``items`` (task id -> Items already built, e.g. by the preview) skips
+    max_cost_usd, max_cost_usd_batch, max_judge_calls), ``.calls``, ``.input_tokens``,
+    ``.max_cost_usd``, ``.max_cost_usd_batch`` and ``.summary()``. ``items`` (task id -> Items already built, e.g. by the preview) skips
     building them again.
     """
     import pandas as pd
 
-    from evalnb.providers.pricing import estimate_tokens, worst_case_cost
-    from evalnb.runner.plan import make_plan
+    from evalnb.providers.pricing import batch_price, estimate_tokens, worst_case_cost
+    from evalnb.runner.run_plan import make_plan
 
     plan = make_plan(suite, models, generation=generation, task_ids=task_ids, max_samples=max_samples, epochs=epochs)
     gen = plan.generation
@@ -115,13 +135,15 @@ def estimate(
         tokens = sum(estimate_tokens(item.prompt) + instructions for item in built) * plan.epochs
         calls = len(built) * plan.epochs
         judges = _judge_calls(suite.task(task_id), calls)
+        likely = _likely_judge_calls(suite.task(task_id), calls) if judges else 0
         for model in plan.models:
-            bound = math.nan
+            bound = batched = math.nan
             if model.price is not None and max_out is not None:
                 bound = worst_case_cost(tokens, max_out * calls, model.price)
+                batched = worst_case_cost(tokens, max_out * calls, batch_price(model.price))
             rows.append({"task_id": task_id, "model": model.label, "calls": calls, "input_tokens": tokens,
-                         "max_output_tokens": max_out, "max_cost_usd": bound, "max_judge_calls": judges,
-                         "priced": model.price is not None})
+                         "max_output_tokens": max_out, "max_cost_usd": bound, "max_cost_usd_batch": batched,
+                         "judge_calls": likely, "max_judge_calls": judges, "priced": model.price is not None})
     unpriced = [m.label for m in plan.models if m.price is None]
     if unpriced:
         notes.append(f"no price for {', '.join(unpriced)}: give Model(..., price={{'input': ..., 'output': ...}}) "
@@ -130,8 +152,10 @@ def estimate(
         notes.append("generation sets no max_output_tokens: a call's output, hence the cost, has no upper bound")
     table = pd.DataFrame.from_records(rows, columns=[*ESTIMATE_COLUMNS, "priced"])
     table = table.astype({"calls": "int64", "input_tokens": "int64", "max_cost_usd": "float64",
+                          "max_cost_usd_batch": "float64",
                           "max_judge_calls": "int64", "priced": "bool"})
     table["max_output_tokens"] = pd.array(table["max_output_tokens"].tolist(), dtype="Int64")
+    table["judge_calls"] = pd.array(table["judge_calls"].tolist(), dtype="Int64")
     return Estimate(table, notes)
 
 
@@ -142,3 +166,21 @@ def _judge_calls(task: Any, calls: int) -> int:
         return 0
     per = int(getattr(grader, "max_model_calls", 0) or 0)
     return per if getattr(grader, "effective_execution", None) == "aggregate" else per * calls
+
+
+def _likely_judge_calls(task: Any, calls: int) -> int | None:
+    """The judge calls ``calls`` samples likely take: one per model call written in a per-sample
+    grader's code, per sample (a retry on a bad reply adds a few); None when the code cannot
+    tell (a batch grader, code by ``file_id``, calls made some other way)."""
+    import ast
+
+    grader = task.grader
+    if getattr(grader, "effective_execution", None) != "per_sample" or not getattr(grader, "source", None):
+        return None
+    try:
+        tree = ast.parse(grader.source)
+    except (SyntaxError, ValueError):
+        return None
+    sites = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute) and node.func.attr in _MODEL_CALLS)
+    return sites * calls if sites else None

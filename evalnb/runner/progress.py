@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -22,6 +23,7 @@ class ModelProgress:
     total: int = 0
     done: int = 0
     failed: int = 0
+    not_run: int = 0  # samples not called: the model (or its task) was stopped, see RunProgress.reasons
     reused: int = 0
     in_flight: int = 0
     retries: int = 0
@@ -35,6 +37,7 @@ class ModelProgress:
     judge_calls: int = 0  # model calls its samples' graders made (judge_cached of them answered by the store)
     judge_cached: int = 0
     cost_usd: float = 0.0  # its candidate calls and its graders' calls, at the models' prices
+    batch: str = ""  # a provider batch run: its batches' status and request counts
 
     @property
     def metric_mean(self) -> float | None:
@@ -42,12 +45,16 @@ class ModelProgress:
 
     def describe(self) -> str:
         parts = [f"{self.done}/{self.total}"]
+        if self.batch:
+            parts.append(self.batch)
         if self.in_flight:
             parts.append(f"{self.in_flight} in flight")
         if self.reused:
             parts.append(f"{self.reused} reused")
         if self.failed:
             parts.append(f"{self.failed} failed")
+        if self.not_run:
+            parts.append(f"{self.not_run} not run")
         if self.retries:
             parts.append(f"{self.retries} retries")
         if self.rate_limited:
@@ -76,10 +83,27 @@ class RunProgress:
     stop_requested: bool = False
     warnings: list[str] = field(default_factory=list)  # shown above the counters, once each
     budget: Any = None  # the run's `runner.budget.Budget`: spend so far and the limit
+    reasons: Counter = field(default_factory=Counter)  # why samples failed or were not run -> how many
+
+    notes: list[str] = field(default_factory=list)  # what the run is doing, said once (a resume's plan)
+    # masks the run's keys in what is shown (the store's redaction): failure reasons quote errors
+    scrub: Callable[[str], str] = field(default=lambda text: text, repr=False)
 
     def warn(self, message: str) -> None:
         """Something the run goes on with but the user must see (a template field no row has)."""
-        self.warnings.append(message)
+        self.warnings.append(self.scrub(message))
+
+    def say(self, message: str) -> None:
+        """What the run is doing, said once above the counters (not a warning)."""
+        self.notes.append(message)
+
+    def failed_because(self, reason: str) -> None:
+        """Count one failed or not-run sample under its reason (the displays show the top ones)."""
+        self.reasons[self.scrub(" ".join(reason.split())[:200])] += 1
+
+    def top_reasons(self, n: int = 3) -> str:
+        """``HTTP 401: bad key (97); ...``: the commonest reasons with their counts, or ""."""
+        return "; ".join(f"{reason} ({count})" for reason, count in self.reasons.most_common(n))
 
     @property
     def spend(self) -> str:
@@ -114,9 +138,13 @@ class TextDisplay:
         self._last_line = ""
         self._last_print = 0.0
         self._warned = 0
+        self._said = 0
 
     def update(self, final: bool = False) -> None:
         p = self.progress
+        for message in p.notes[self._said:]:
+            self.stream.write(("\r" + " " * len(self._last_line) + "\r" if self.tty else "") + f"evalnb: {message}\n")
+        self._said = len(p.notes)
         for message in p.warnings[self._warned:]:  # each on its own line, above the progress line
             self.stream.write(("\r" + " " * len(self._last_line) + "\r" if self.tty else "")
                               + f"evalnb: warning: {message}\n")
@@ -128,6 +156,8 @@ class TextDisplay:
         line = f"[evalnb {p.run_id[-8:]}] {p.done}/{p.total} ({rate:.0f}/s){spend} {models}"
         if final:
             line += f" — {p.status} in {elapsed:.1f}s"
+            if p.reasons:  # the reasons under the counts, so "60 failed" never stands alone
+                line += f"\nevalnb: why: {p.top_reasons()}"
         if self.tty:
             self.stream.write("\r" + line.ljust(len(self._last_line)) + ("\n" if final else ""))
         elif final or time.monotonic() - self._last_print > 5:
@@ -155,8 +185,10 @@ class WidgetDisplay:
         self.rows: dict[str, tuple[Any, Any]] = {}
         self.body = w.VBox()
         self.warnings = w.HTML()
+        self.reasons = w.HTML()
         self._warned = 0
-        self.panel = w.VBox([w.HBox([self.title, self.stop_button]), self.warnings, self.body])
+        self._reasons = ""
+        self.panel = w.VBox([w.HBox([self.title, self.stop_button]), self.warnings, self.body, self.reasons])
         self.panel.add_class("evalnb-progress")
         self.update()
 
@@ -189,9 +221,13 @@ class WidgetDisplay:
             f"<b>evalnb run</b> <code>{p.run_id}</code> — {p.status}, "
             f"{p.done}/{p.total} samples, {elapsed:.1f}s{spend}"
         )
-        if len(p.warnings) != self._warned:
-            self.warnings.value = _warnings_html(p.warnings)
-            self._warned = len(p.warnings)
+        if len(p.warnings) + len(p.notes) != self._warned:
+            self.warnings.value = _notes_html(p.notes) + _warnings_html(p.warnings)
+            self._warned = len(p.warnings) + len(p.notes)
+        reasons = p.top_reasons()
+        if reasons != self._reasons:
+            self.reasons.value = _reasons_html(reasons)
+            self._reasons = reasons
         for m in p.models.values():
             bar, text = self._row(m.label)
             bar.max = max(m.total, 1)
@@ -221,8 +257,9 @@ class WidgetDisplay:
         return (
             f"<div class='evalnb-progress-static evalnb-static-widget'><b>evalnb run</b> <code>{html.escape(p.run_id)}</code>"
             f" — {html.escape(p.status)}, {p.done}/{p.total} samples"
-            f"{html.escape(', ' + p.spend) if p.spend else ''}{_warnings_html(p.warnings)}"
-            f"<table><tr><th>model</th><th>done</th><th>detail</th></tr>{rows}</table></div>"
+            f"{html.escape(', ' + p.spend) if p.spend else ''}{_notes_html(p.notes)}{_warnings_html(p.warnings)}"
+            f"<table><tr><th>model</th><th>done</th><th>detail</th></tr>{rows}</table>"
+            f"{_reasons_html(p.top_reasons())}</div>"
         )
 
     def bundle(self) -> dict:
@@ -238,6 +275,18 @@ def _warnings_html(messages: list[str]) -> str:
     from evalnb.widgets._html import warning
 
     return "".join(warning(m) for m in messages)
+
+
+def _notes_html(messages: list[str]) -> str:
+    from evalnb.widgets._html import note
+
+    return "".join(note(m) for m in messages)
+
+
+def _reasons_html(reasons: str) -> str:
+    import html
+
+    return f"<div class='evalnb-reasons'><b>why</b>: {html.escape(reasons)}</div>" if reasons else ""
 
 
 def in_notebook() -> bool:

@@ -19,9 +19,12 @@ Choices where the specification is silent:
   then a code fence wrapping the whole output (a ```` ```lang ```` line, the body, a closing
   ```` ``` ````, no other fence inside) is unwrapped; surrounding whitespace is stripped.
   Quotes and markdown emphasis are kept.
+- Every type reads only the first 100,000 characters of the text (``MAX_INPUT_CHARS``), as if
+  the text ended there, and does work linear in them (``number`` included), so one runaway
+  output (a repetition loop at max tokens, a megabyte of ``####``) costs milliseconds, not
+  seconds, on the runner's event loop.
 - ``regex`` / ``regex_last`` search the *raw* text (the pattern's author sees exactly what the
-  model produced), only its first 100,000 characters, as if the text ended there (``$`` matches
-  at the cut and a match cannot cross it). ``regex_last`` looks at the first 10,000 matches
+  model produced): ``$`` matches at the cut and a match cannot cross it. ``regex_last`` looks at the first 10,000 matches
   and returns the last of them. A search running over 0.25 s counts as no match (for
   ``regex_last`` the whole search). The group is returned as matched, "" included; a group
   that did not take part gives ``None``. ``group`` may be an int, a name, or a digit string.
@@ -130,7 +133,9 @@ def make_extractor(spec: Any) -> Callable[[str | None], str | None]:
     def run(text: str | None) -> str | None:
         if text is None:
             return None
-        return extractor(text if isinstance(text, str) else str(text))
+        if not isinstance(text, str):
+            text = str(text)
+        return extractor(text[:MAX_INPUT_CHARS])
 
     return run
 
@@ -326,9 +331,12 @@ def _label_pattern(labels: tuple[str, ...], case_sensitive: bool) -> tuple[tuple
 # --- number -------------------------------------------------------------------------------
 
 _FRAC = _LazyPattern(r"\\[dt]?frac\s*\{\s*(-?[0-9]+)\s*\}\s*\{\s*([0-9]+)\s*\}")
-_MARKER = _LazyPattern(r"####|\\boxed\s*\{|\banswer\s+is\b", "IGNORECASE")
+_MARKER = _LazyPattern(r"(?=[#\\a])(?:####|\\boxed\s*\{|\banswer\s+is\b)", "IGNORECASE")
+# The leading lookahead changes no match (every number starts with "-", "." or a digit); it
+# lets the search skip other positions at once, ~100x faster on text without numbers.
 _NUMBER = _LazyPattern(
     r"""
+    (?=[-.0-9])
     (?P<neg>(?<![\w)\]}])-)?
     (?:
         (?<![0-9.,/])(?P<frac>[0-9]+/[0-9]+)(?![0-9]|[.,/][0-9])
@@ -361,14 +369,18 @@ def _extract_number(text: str) -> str | None:
     leading zeros dropped (``2/4`` stays ``2/4``).
     """
     text = _FRAC.sub(r"\1/\2", clean_output(text).replace("{,}", ",").replace("\u2212", "-"))
+    numbers = list(_NUMBER.finditer(text))
+    if not numbers:
+        return None
+    # One pass each over markers and numbers: the number searched for after a marker is the
+    # first of `numbers` starting at or after its end (no number can span a marker), so the
+    # answer is found by bisection instead of a scan of the rest of the text per marker.
+    last_start = numbers[-1].start()
     for marker in reversed(list(_MARKER.finditer(text))):
-        match = _NUMBER.search(text, marker.end())
-        if match is not None:
-            return _canonical(match)
-    last = None
-    for last in _NUMBER.finditer(text):
-        pass
-    return None if last is None else _canonical(last)
+        if marker.end() <= last_start:
+            starts = [m.start() for m in numbers]
+            return _canonical(numbers[bisect.bisect_left(starts, marker.end())])
+    return _canonical(numbers[-1])
 
 
 def _canonical(match: Any) -> str | None:

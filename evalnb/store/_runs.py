@@ -317,13 +317,18 @@ class RunRecords:
 
     def sample_counts(self, run_id: str) -> dict[str, int]:
         """{"total": n, "completed": n, "failed": n, ...} for every sample status."""
-        counts = dict.fromkeys(SAMPLE_STATUSES, 0)
+        counts = dict.fromkeys((x for x in SAMPLE_STATUSES if x != "not_run"), 0)  # not_run: only when there are
         for status, n in self._rows("SELECT status, count(*) FROM samples WHERE run_id = ? GROUP BY status", (run_id,)):
             counts[status] = n
         return {"total": sum(counts.values()), **counts}
 
     def list_runs(self, *, suite_version: str | None = None, status: str | None = None, limit: int | None = None) -> pd.DataFrame:
-        """Runs, newest first: one row each, with sample counts and UTC datetimes."""
+        """Runs, newest first: one row each, with sample counts and UTC datetimes.
+
+        ``n_planned``: the samples the run set out to make; ``n_samples`` those it made
+        (completed, failed or not graded yet); ``n_not_run`` the rest (<NA> for a run recorded
+        before plans were, unless it marked samples not run).
+        """
         import pandas as pd
 
         where, params = [], []
@@ -336,47 +341,90 @@ class RunRecords:
         sql = (
             "SELECT r.run_id, r.name, r.suite_version, r.status, r.models, r.task_ids, r.judge_model, r.created_at, "
             "r.started_at, r.completed_at, r.error, r.metadata, "
-            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id), "
+            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status != 'not_run'), "
             "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'completed'), "
-            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'failed') "
+            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'failed'), "
+            "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id AND s.status = 'not_run'), "
+            "r.summary "
             "FROM runs r" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY r.created_at DESC, r.rowid DESC"
         )
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
         records = []
-        for (rid, name, sver, st, models, tasks, judge, created, started, completed, error, meta, n, n_ok, n_failed) in self._rows(sql, params):
+        for (rid, name, sver, st, models, tasks, judge, created, started, completed, error, meta, n, n_ok, n_failed,
+             n_marked, summary) in self._rows(sql, params):
+            planned = _planned_total(summary)
             records.append(
                 {
                     "run_id": rid, "name": name, "suite_version": sver, "status": st,
                     "models": ", ".join(m["label"] for m in from_json(models)),
                     "tasks": ", ".join(from_json(tasks)) if tasks else "(all)",
-                    "n_samples": n, "n_completed": n_ok, "n_failed": n_failed,
+                    "n_planned": planned, "n_samples": n, "n_completed": n_ok, "n_failed": n_failed,
+                    # marked not run (a stopped model), or never reached (cancelled, budget)
+                    "n_not_run": (n_marked or None) if planned is None else max(planned - n, 0),
                     "created_at": created, "started_at": started, "completed_at": completed,
                     "duration_s": (completed - started) if completed is not None and started is not None else None,
                     "judge_model": judge, "error": error, "metadata": from_json(meta),
                 }
             )
         columns = [
-            "run_id", "name", "suite_version", "status", "models", "tasks", "n_samples", "n_completed", "n_failed",
-            "created_at", "started_at", "completed_at", "duration_s", "judge_model", "error", "metadata",
+            "run_id", "name", "suite_version", "status", "models", "tasks", "n_planned", "n_samples", "n_completed",
+            "n_failed", "n_not_run", "created_at", "started_at", "completed_at", "duration_s", "judge_model", "error",
+            "metadata",
         ]
         frame = pd.DataFrame.from_records(records, columns=columns)
+        for name in ("n_planned", "n_not_run"):  # <NA> for a run recorded before plans were
+            frame[name] = pd.array([r[name] for r in records], dtype="Int64")
         frame["name"] = pd.Series([r["name"] for r in records], dtype="object")  # None stays None, not NaN
         for name in ("created_at", "started_at", "completed_at"):
             frame[name] = pd.to_datetime(frame[name], unit="s", utc=True)
         frame["duration_s"] = frame["duration_s"].astype("Float64")
         return frame
 
+    def set_planned(self, run_id: str, planned: dict[str, dict[str, int]]) -> None:
+        """Record how many samples a run plans per task and model (``{task: {model: n}}``, items x
+        epochs): what `list_runs` and the metrics count the samples never run against."""
+        with self._transaction() as conn:
+            row = conn.execute("SELECT summary FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
+            summary = from_json(row[0]) or {}
+            summary["planned"] = {str(t): {str(m): int(n) for m, n in per.items()} for t, per in planned.items()}
+            conn.execute("UPDATE runs SET summary = ? WHERE run_id = ?", (to_json(summary), run_id))
+
+    def planned(self, run_id: str) -> dict[str, dict[str, int]] | None:
+        """`set_planned`'s counts ({task: {model: n}}), or None for a run recorded before them."""
+        rows = self._rows("SELECT summary FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
+        return (from_json(rows[0][0]) or {}).get("planned")
+
+    def failure_reasons(self, run_id: str, limit: int = 3) -> list[tuple[str, int]]:
+        """The commonest reasons samples failed or were not run, with their counts, most first:
+        what the CLI, the result's repr and the panel show instead of only "60 failed"."""
+        rows = self._rows(
+            "SELECT json_extract(error, '$.message') AS m, count(*) AS n FROM samples "
+            "WHERE run_id = ? AND status IN ('failed', 'not_run') AND error IS NOT NULL "
+            "GROUP BY m ORDER BY n DESC, m LIMIT ?", (run_id, int(limit)))
+        return [(str(m), int(n)) for m, n in rows if m is not None]
+
+    def failed_errors(self, run_id: str) -> list[tuple[str, str, int, int, Any]]:
+        """(task_id, model, sample_index, epoch, error) of every failed or not-run sample of a run."""
+        return [(t, m, i, e, from_json(err)) for t, m, i, e, err in self._rows(
+            "SELECT task_id, model, sample_index, epoch, error FROM samples WHERE run_id = ? "
+            "AND status IN ('failed', 'not_run')", (run_id,))]
+
     def latest_run_id(self) -> str | None:
         """The id of the newest run (by creation time), or None when the store has none."""
         rows = self._rows("SELECT run_id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1")
         return rows[0][0] if rows else None
 
-    def claim_run(self, run_id: str, *, force: bool = False) -> dict[str, Any]:
+    def claim_run(self, run_id: str, *, force: bool = False, reopen: bool = False) -> dict[str, Any]:
         """Make this process the owner of a run to continue it: status `in_progress`, error cleared.
 
-        Refuses a completed run, and a run whose owner is another live process. An owner on
+        Refuses a completed run (unless ``reopen``: a resume that sends its failed samples
+        again), and a run whose owner is another live process. An owner on
         this machine is checked by pid (even `force` does not take a run from a live local
         process); one on another host counts as gone once its heartbeat (`updated_at`) is
         older than `STALE_AFTER_S`, or at once with `force=True`.
@@ -389,7 +437,7 @@ class RunRecords:
             if row is None:
                 raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
             status, pid, host, token, updated = row
-            if status == "completed":
+            if status == "completed" and not reopen:
                 raise EvalnbError(f"run {run_id} is completed; nothing to continue")
             mine = pid == me.pid and host == me.host and token == me.token
             if status in ("queued", "in_progress") and not mine and not _owner_gone(pid, host, token, updated, me):
@@ -484,5 +532,14 @@ class RunRecords:
             conn.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM task_metrics WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM judge_calls WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM executor_state WHERE run_id = ?", (run_id,))
         with _ACTIVE_LOCK:
             _ACTIVE_RUNS.discard(run_id)
+
+
+def _planned_total(summary: Any) -> int | None:
+    """The samples a run planned in all (from its summary's ``planned``), None when not recorded."""
+    planned = (from_json(summary) or {}).get("planned") if summary else None
+    if not isinstance(planned, dict):
+        return None
+    return sum(int(n) for per in planned.values() if isinstance(per, dict) for n in per.values())

@@ -5,7 +5,8 @@ and its code, the way a run will: each task's rows are loaded (all of a local or
 the first `HF_CHECK_ROWS` of a Hugging Face dataset, which honours `HF_HUB_OFFLINE` /
 `HF_DATASETS_OFFLINE` as `datasets` does), its preprocessor runs on them, every `{{field}}` of
 its templates is looked up in them, its output extraction is built, and its grader is loaded
-in the sandbox and its function found (never called). Every problem is reported, not only the
+in the sandbox and its function found (never called), and the score names its grader uses are
+held against its ``metrics`` (`evalnb.suite.metric_names`). Every problem is reported, not only the
 first, as a `Problem` naming the task by id and position.
 
 A template field counts as a problem only when it is in *no* loaded row: a value missing from
@@ -173,6 +174,7 @@ class _TaskCheck:
                 self.problems += missing_field_problems(task, self.position, rows)
             await self._fewshot(rows)
             self._extraction()
+            self._metric_names()
         finally:
             await grader
         order = {field: i for i, field in enumerate(_FIELD_ORDER)}
@@ -242,6 +244,12 @@ class _TaskCheck:
             make_extractor(self.task.extraction)
         except Exception as exc:  # noqa: BLE001 - whatever the spec cannot build
             self.problem("output_extraction", _text(exc))
+
+    def _metric_names(self) -> None:
+        from evalnb.suite.metric_names import problems
+
+        for field, message in problems(self.task):
+            self.problem(field, message)
 
     async def _grader(self) -> None:
         from evalnb.scoring.grading import Grader

@@ -113,6 +113,25 @@ def safe_extra_body(extra: dict[str, Any] | None) -> dict[str, Any]:
     return {key: value for key, value in (extra or {}).items() if not _unsafe(key)}
 
 
+def _warn_dropped(extra: Any) -> None:
+    """Say which ``extra_body`` keys are dropped (not a word used to be said): once per call."""
+    import warnings
+
+    if not isinstance(extra, dict):
+        return
+    dropped = [str(key) for key in extra if _unsafe(key)]
+    if not dropped:
+        return
+    why = []
+    if any(str(k).lower() in ("stream", "stream_options") for k in dropped):
+        why.append("evalnb reads each reply whole and never streams")
+    if any(str(k).lower() not in ("stream", "stream_options") for k in dropped):
+        why.append("extra_body may not change the request's model or prompt, nor carry credentials "
+                   "(keys come from Model(api_key_env=...))")
+    warnings.warn(f"generation.extra_body: {', '.join(map(repr, dropped))} ignored, not sent: {'; '.join(why)}",
+                  UserWarning, stacklevel=3)
+
+
 Stop = Annotated[str | list[str], union_message("a string or a list of strings")]
 
 
@@ -164,9 +183,11 @@ class Generation(ManifestModel):
             msg = f"must be an object (found {show_value(value)})"
             raise ManifestError([{"loc": "generation", "msg": msg, "type": "model_type"}])
         try:
-            return cls.model_validate(value)
+            generation = cls.model_validate(value)
         except ValidationError as exc:
             raise manifest_error(exc, prefix="generation") from None
+        _warn_dropped(value.get("extra_body"))
+        return generation
 
     def canonical(self) -> dict[str, Any]:
         """The settings as stored and hashed: set fields only, canonical names, no None."""

@@ -4,6 +4,12 @@ A preprocessor and a grader each take exactly one of ``source`` (inline Python) 
 ``file_id`` (an uploaded ``.py`` file). ``grader.model_access`` is filled in at validation
 (``mka1`` for ``model_backed``, else ``none``); ``grader.execution`` stays unset when not
 given, because for ``model_backed`` it depends on whether the code defines ``grade``.
+
+``grader: {builtin: token_f1}`` (an evalnb extension) names a built-in grader
+(`evalnb.graders`) instead: it is expanded on load into that grader's ``source``, ``contract``,
+``model_access`` and ``metric_id`` (fields given beside it win, as with
+``evalnb.graders.spec(name, **fields)``), so the canonical manifest and its version are those
+of the pasted source and a gateway reads it unchanged.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 from pydantic_core import InitErrorDetails
+
+from evalnb import graders
 
 from evalnb.suite._validation import Identifier, ManifestModel, NonEmptyStr, problem
 
@@ -32,6 +40,8 @@ MIN_TIMEOUT, MAX_TIMEOUT, DEFAULT_TIMEOUT = 1, 600, 120
 MAX_MODEL_CALLS, DEFAULT_MODEL_CALLS = 500, 64
 
 Timeout = Annotated[int, Field(ge=MIN_TIMEOUT, le=MAX_TIMEOUT)]
+BUILTIN_GRADERS: tuple[str, ...] = tuple(graders.names())
+BuiltinGrader = Literal[BUILTIN_GRADERS]  # type: ignore[valid-type]
 
 
 def _exactly_one_code(data: dict[str, Any], what: str) -> list[InitErrorDetails]:
@@ -90,9 +100,15 @@ class GraderSpec(ManifestModel):
     file_id: NonEmptyStr | None = None
     timeout_seconds: Timeout = DEFAULT_TIMEOUT
     max_model_calls: Annotated[int, Field(ge=0, le=MAX_MODEL_CALLS)] = DEFAULT_MODEL_CALLS
+    builtin: BuiltinGrader | None = Field(
+        default=None, exclude=True,
+        description="a built-in grader by name (evalnb.graders.names()), expanded on load into its source, "
+                    "contract and metric_id; fields given beside it win; an evalnb extension",
+    )
 
     @classmethod
     def _fill_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
+        data = _expand_builtin(data)
         contract = data.get("contract", "sample")
         if data.get("model_access") is None and contract in ("sample", "batch", "model_backed"):
             return {**data, "model_access": "mka1" if contract == "model_backed" else "none"}
@@ -100,7 +116,16 @@ class GraderSpec(ManifestModel):
 
     @classmethod
     def _problems(cls, data: dict[str, Any]) -> list[InitErrorDetails]:
-        return _exactly_one_code(data, "a grader")
+        name = data.get("builtin")
+        if name is None:
+            return _exactly_one_code(data, "a grader")
+        code = [key for key in ("source", "file_id") if data.get(key) is not None]
+        if code:
+            given = " and ".join(code)
+            return [problem(("builtin",), "one_of", f"builtin names the grader's code, and so does {given}; give one")]
+        if name in BUILTIN_GRADERS:  # left unexpanded: a field beside it does not fit (an unknown name is a field error)
+            return [problem(("builtin",), "builtin", _builtin_refusal(name, data))]
+        return []
 
     @property
     def effective_model_access(self) -> Literal["mka1", "none"]:
@@ -125,6 +150,33 @@ class GraderSpec(ManifestModel):
         if code is None:
             return None
         return "per_sample" if _defines(code, "grade") else "aggregate"
+
+
+def _overrides(data: dict[str, Any]) -> dict[str, Any]:
+    return {key: data[key] for key in graders.OVERRIDABLE if key in data and key not in ("source", "file_id")}
+
+
+def _expand_builtin(data: dict[str, Any]) -> dict[str, Any]:
+    """``{builtin: name, ...}`` as the full grader spec, when it expands cleanly (else unchanged:
+    `GraderSpec._problems` or the field's own check says why)."""
+    name = data.get("builtin")
+    if name not in BUILTIN_GRADERS or any(data.get(key) is not None for key in ("source", "file_id")):
+        return data
+    try:
+        expanded = graders.spec(name, **_overrides(data))
+    except ValueError:
+        return data
+    return {**{k: v for k, v in data.items() if k != "builtin"}, **expanded}
+
+
+def _builtin_refusal(name: str, data: dict[str, Any]) -> str:
+    try:
+        graders.spec(name, **_overrides(data))
+    except ValueError as exc:
+        return str(exc).replace(f"spec({name!r}): ", f"builtin {name!r}: ", 1).replace(
+            f"edit a copy of source({name!r}) and pass it as source=",
+            f"put an edited copy of evalnb.graders.source({name!r}) in source instead of builtin")
+    return f"builtin {name!r} cannot be expanded"
 
 
 def _defines(code: str, name: str) -> bool:

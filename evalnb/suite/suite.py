@@ -44,3 +44,10 @@ class Suite(SuiteManifest):
 
     def __str__(self) -> str:
         return suite_text(self)
+
+    def __repr__(self) -> str:
+        """One line (not pydantic's dump of every field and grader source): version and tasks."""
+        shown = ", ".join(f"{t.id} ({t.type})" for t in self.tasks[:8])
+        more = f", ... ({len(self.tasks) - 8} more)" if len(self.tasks) > 8 else ""
+        noun = "task" if len(self.tasks) == 1 else "tasks"
+        return f"<evalnb.Suite {self.version[:12]}: {len(self.tasks)} {noun}: {shown}{more}>"

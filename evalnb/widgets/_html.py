@@ -242,7 +242,11 @@ def estimate_view(estimate: Any, task_id: str) -> str:
         "<table style='border-collapse:collapse'><tr><th>model</th><th>calls</th><th>input tokens</th>"
         f"<th>at most</th></tr>{''.join(rows)}</table>",
     ]
-    if judges:
+    likely = estimate.table["judge_calls"] if "judge_calls" in estimate.table.columns else None
+    if judges and likely is not None and likely.notna().all():
+        parts.append(note(f"plus about {int(likely.sum()):,} judge calls (as the grader's code reads; at most "
+                          f"{judges:,} by max_model_calls per grading; not priced)"))
+    elif judges:
         parts.append(note(f"plus up to {judges:,} judge calls (max_model_calls per grading; not priced)"))
     parts.extend(warning(n) for n in estimate.notes)
     return "".join(parts)

@@ -47,8 +47,8 @@ def preview(
     ``outputs``: stored outputs to grade, ``{sample_index: output_text}`` (for the initial
     task) or a DataFrame with ``sample_index``, ``output_text`` and optional ``model`` and
     ``task_id`` columns. ``limit`` caps the items read per task (for huge datasets).
-    ``model``/``generation`` shape the request payload shown (default a placeholder model on
-    the Responses API). The Estimate tab counts what running the task would send
+    ``model``/``generation`` shape the request payload shown (default: each of ``models``,
+    else a placeholder model on the Responses API). The Estimate tab counts what running the task would send
     (`evalnb.estimate`) for ``models`` (default: ``model``; give them with ``price=`` for a
     cost bound) and ``epochs``.
     """
@@ -135,8 +135,11 @@ class PreviewWidget:
         task_id = suite.tasks[0].id if task_id is None else task_id
         suite.task(task_id)  # KeyError listing the task ids if it is not there
         self.suite, self.limit = suite, limit
-        self.model = _as_model(model)
-        self.estimate_models = [_as_model(m) for m in models] if models else [self.model]
+        given = [_as_model(m) for m in models] if models else []
+        # the request tab shows what each model of the run would be sent; `model` wins when given
+        self.model = _as_model(model) if model is not None or not given else given[0]
+        self.request_models = [self.model] if model is not None or not given else given
+        self.estimate_models = given or [self.model]
         self.epochs = epochs
         self.generation = Generation.from_value(generation).canonical()
         self.outputs = stored_outputs(outputs, task_id)
@@ -354,13 +357,15 @@ class PreviewWidget:
         self._show_extraction_only(self.output_box.value)
 
     def _request_view(self, item: "Item") -> str:
-        model = self.model
-        path = "/chat/completions" if model.api == "chat" else "/responses"
-        parts = [h.note(f"POST {model.base_url}{path}  (model {model.name!r}, api {model.api!r})")]
-        skipped = unsent_fields(self.generation, api=model.api, is_openai=model.is_openai)
-        if skipped:
-            parts.append(h.warning(f"not sent to this endpoint: {', '.join(skipped)}"))
-        parts.append(h.json_block(request_payload(model, item.prompt, self.generation)))
+        parts = []
+        for model in self.request_models:
+            path = "/chat/completions" if model.api == "chat" else "/responses"
+            label = f"{model.label}: " if len(self.request_models) > 1 else ""
+            parts.append(h.note(f"{label}POST {model.base_url}{path}  (model {model.name!r}, api {model.api!r})"))
+            skipped = unsent_fields(self.generation, api=model.api, is_openai=model.is_openai)
+            if skipped:
+                parts.append(h.warning(f"not sent to this endpoint: {', '.join(skipped)}"))
+            parts.append(h.json_block(request_payload(model, item.prompt, self.generation)))
         return "".join(parts)
 
     def _stored_view(self, item: "Item") -> str:

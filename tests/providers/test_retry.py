@@ -14,7 +14,6 @@ from evalnb.providers.retry import (
     is_retryable_status,
     next_delay,
     parse_retry_after,
-    should_retry,
 )
 
 NOW = 1_800_000_000.0
@@ -81,16 +80,6 @@ def test_next_delay_prefers_retry_after_else_backoff():
     assert next_delay(2, 500, {}, random.Random(9), now=NOW, base=0.1, cap=1) == expected
     # connection errors have no headers to honour
     assert next_delay(0, None, {"Retry-After": "9"}, random.Random(9), now=NOW) <= 0.5
-
-
-def test_should_retry_budget_and_kinds():
-    assert should_retry(0, 2, status=429)
-    assert should_retry(1, 2, status=503)
-    assert not should_retry(2, 2, status=503)  # budget spent
-    assert not should_retry(0, 0, status=503)
-    assert not should_retry(0, 2, status=400)
-    assert should_retry(0, 1, transport_error=True)
-    assert not should_retry(0, 2)
 
 
 def test_now_defaults_to_the_current_time():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import statsmodels.api as sm
 from scipy import stats as sps
@@ -90,6 +91,14 @@ def test_diff_at_another_confidence_and_in_words(two_runs):
     assert words.verdict == "not shown"  # +0.20 with 5 fixed and 1 broken: McNemar p = 0.22
     assert words.n_needed == evalnb.stats.sample_size(0.2, d.std(ddof=1))
     assert "could not be told from noise" in words.text and f"about {words.n_needed} items" in words.text
+
+
+def test_verdicts_for_an_unchanged_model_say_so_quietly(two_runs):
+    before, after, _ = two_runs
+    words = verdicts(after.diff(before)).set_index("comparison").loc["good: this run − baseline"]
+    assert words.verdict == "no difference"
+    assert words.text == f"good: this run − baseline on t (score): no difference; all {N} items scored the same in both."
+    assert "noise" not in words.text and "0.000" not in words.text and pd.isna(words.n_needed)
 
 
 def test_diff_clustered_by_a_row_field(two_runs):

@@ -223,8 +223,8 @@ def test_batch_metrics_replace_sample_rows_and_carry_errors(result):
 
 def test_metrics_frame_shape_and_order(result):
     table = result.metrics
-    assert list(table.columns) == ["task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_missing_field",
-                                   "epochs", "mean", "stderr", "ci_low", "ci_high", "higher_is_better",
+    assert list(table.columns) == ["task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_not_run",
+                                   "n_missing_field", "epochs", "mean", "stderr", "ci_low", "ci_high", "higher_is_better",
                                    "aggregation", "source", "error"]
     assert (table["epochs"] == 1).all()
     assert (table["n"] + table["n_failed"] + table["n_unscored"]).tolist() == [

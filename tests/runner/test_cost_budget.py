@@ -253,6 +253,16 @@ def test_the_progress_line_shows_spend(make_suite, model_server, capsys):
     assert f"${5 * cost(PROMPT_TOKENS, 10):.4f} spent of $5.00" in line and "completed" in line
 
 
+def test_a_budget_below_a_cent_is_shown_as_given_not_rounded_to_zero(make_suite, model_server, capsys):
+    server = model_server(usage={"input_tokens": PROMPT_TOKENS, "output_tokens": 10})
+    small = {"input": 1.0, "output": 2.0}  # a call's worst case: (8 + 2 * 16) / 1e6 = $0.00004
+    result = evalnb.run(_suite(make_suite, 10), [Model("m", base_url=server.base_url, price=small)], generation=GEN,
+                        max_cost_usd=0.0001, progress="text")
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert result.status == "stopped" and "spent of $0.0001" in line and "of $0.00 " not in line + " "
+    assert "spent of $0.0001," in result.run["error"]
+
+
 def test_the_progress_panel_shows_spend_and_judge_calls(make_suite, model_server, widget_displays):
     server = model_server(usage={"input_tokens": PROMPT_TOKENS, "output_tokens": 10})
     judge = model_server(lambda body: "yes", usage={"input_tokens": 4, "output_tokens": 1})

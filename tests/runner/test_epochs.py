@@ -155,7 +155,7 @@ def test_cli_run_takes_epochs(make_suite, sampled, tmp_path, evalnb_home):
     path.write_text(json.dumps(suite.to_dict()), encoding="utf-8")
     manifest = json.loads(path.read_text())
     for task in manifest["tasks"]:
-        task["dataset"]["path"] = str(tmp_path / "data" / "t.jsonl")
+        task["dataset"]["path"] = "data/t.jsonl"  # relative: a manifest file's paths stay in its folder
     path.write_text(json.dumps(manifest), encoding="utf-8")
     out = subprocess.run([sys.executable, "-m", "evalnb", "run", str(path), "--model", f"m@{server.base_url}",
                           "--epochs", "2", "--no-progress"], capture_output=True, text=True, timeout=120,

@@ -59,3 +59,12 @@ def test_the_preview_shows_the_estimate_of_the_task(make_suite):
     assert f"${bound:,.4f}" in widget.estimate_html.value and "Estimate" in widget.static_html()
     plain = evalnb.preview(suite)
     assert "no price" in plain.estimate_html.value
+
+
+def test_a_judge_called_once_per_item_is_estimated_at_one_call_per_item_not_max_model_calls(make_suite):
+    suite = make_suite({"j": _rows(20)}, j={"grader": {"builtin": "llm_judge"}})
+    est = evalnb.estimate(suite, [Model("m", base_url="http://127.0.0.1:9/v1")])
+    assert est.table["judge_calls"].tolist() == [20] and est.table["max_judge_calls"].tolist() == [20 * 64]
+    assert "judge calls: about 20" in est.summary() and "up to 1,280" not in est.summary()
+    widget = evalnb.preview(suite, models=[Model("m", base_url="http://127.0.0.1:9/v1")])
+    assert "plus about 20 judge calls" in widget.estimate_html.value

@@ -385,15 +385,17 @@ def test_llm_judge_grader_calls_the_judge_model_with_its_key(make_suite, model_s
         assert "sk-judge-SECRET999" not in repr(judged["env"])
 
 
-def test_judge_grader_without_a_judge_model_fails_its_samples(make_suite, model_server):
+def test_judge_grader_without_a_judge_model_fails_its_task_before_any_call(make_suite, model_server):
     suite = make_suite({"t": rows(3)}, t={"grader": {"contract": "model_backed", "source": JUDGE}})
     server = model_server()
 
     result = evalnb.run(suite, _models(server, ("meh", "responses")), progress=False)
 
-    assert (result.samples.status == "failed").all()
-    assert all("judge_model" in e for e in result.samples.error)
-    assert server.request_count == 3  # the candidate calls were still made (and cached)
+    # issue 22: known before any call, so the task fails up front instead of paying for every
+    # candidate call first (it used to: every sample failed after its call was made)
+    assert result.status == "failed" and "judge_model" in result.run["error"]
+    assert server.request_count == 0 and result.samples.empty
+    assert result.metrics["n_not_run"].tolist() == [3]
 
 
 EMBED = """

@@ -310,8 +310,9 @@ def test_list_runs_dataframe(store):
     import pandas as pd
 
     assert list(store.list_runs().columns) == [
-        "run_id", "name", "suite_version", "status", "models", "tasks", "n_samples", "n_completed", "n_failed",
-        "created_at", "started_at", "completed_at", "duration_s", "judge_model", "error", "metadata",
+        "run_id", "name", "suite_version", "status", "models", "tasks", "n_planned", "n_samples", "n_completed",
+        "n_failed", "n_not_run", "created_at", "started_at", "completed_at", "duration_s", "judge_model", "error",
+        "metadata",
     ]
     first = make_run(store)
     second = make_run(store, models=[{"name": "gpt", "label": "G"}], task_ids=["qa", "math"], name="v2: neutral defined")
@@ -321,6 +322,11 @@ def test_list_runs_dataframe(store):
     assert runs["run_id"].tolist() == [second, first]  # newest first (same second: insertion order)
     row = runs.set_index("run_id").loc[first]
     assert (row["n_samples"], row["n_completed"], row["n_failed"]) == (3, 1, 1)
+    assert pd.isna(row["n_planned"]) and pd.isna(row["n_not_run"])  # recorded without a plan
+    store.set_planned(first, {"qa": {"m1": 60, "m2": 60}})
+    row = store.list_runs().set_index("run_id").loc[first]
+    assert (row["n_planned"], row["n_samples"], row["n_completed"], row["n_not_run"]) == (120, 3, 1, 117)
+    assert store.planned(first) == {"qa": {"m1": 60, "m2": 60}} and store.planned(second) is None
     assert row["models"] == "m1, m2" and row["tasks"] == "(all)" and row["status"] == "completed"
     assert runs.set_index("run_id").loc[second, "tasks"] == "qa, math"
     assert runs.set_index("run_id").loc[second, "name"] == "v2: neutral defined"
@@ -355,7 +361,7 @@ def test_samples_round_trip_every_field(store):
     run_id = make_run(store)
     original = sample(3, judge={"rationale": "ok"}, error={"type": "X", "message": "m"}, grader_key="g1",
                       started_at=10, completed_at=20, created_at=5, prompt_text="Question 3?", log="debug: 3\n",
-                      cost_usd=0.0125, cached=False)
+                      cost_usd=0.0125, cached=False, missing_field=1)
     assert store.write_samples([original], run_id=run_id) == 1
     [got] = store.samples(run_id)
     assert got == {**original, "run_id": run_id, "epoch": 0}  # no epoch given: the first ask
@@ -1184,3 +1190,20 @@ def test_a_malformed_judge_call_is_refused_naming_its_sample(store):
     with pytest.raises(ValueError, match=r"judge call -1 of sample \(task_id='qa', model='m1', sample_index=0\)"):
         store.write_samples([sample(0, judge_calls=[_call(-1)])], run_id=run_id)
     assert store.samples(run_id) == []  # all or nothing
+
+
+def test_failure_reasons_and_failed_errors(store):
+    run_id = make_run(store)
+    refused = {"stage": "generation", "status": None, "message": "m1: connection error (ConnectError): refused"}
+    store.write_samples([sample(0, status="failed", error=refused), sample(1, status="failed", error=refused),
+                         sample(2, status="failed", error={"stage": "grading", "message": "KeyError: 'x'"}),
+                         sample(3)], run_id=run_id)
+    assert store.failure_reasons(run_id) == [(refused["message"], 2), ("KeyError: 'x'", 1)]
+    assert store.failure_reasons(run_id, limit=1) == [(refused["message"], 2)]
+    assert sorted(i for _, _, i, _, _ in store.failed_errors(run_id)) == [0, 1, 2]
+    assert {e["stage"] for *_, e in store.failed_errors(run_id)} == {"generation", "grading"}
+    store.update_run(run_id, status="completed")
+    with pytest.raises(EvalnbError, match="is completed"):
+        store.claim_run(run_id)
+    store.claim_run(run_id, reopen=True)  # a resume sending its failed samples again
+    assert store.get_run(run_id)["status"] == "in_progress"

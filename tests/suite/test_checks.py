@@ -147,3 +147,28 @@ def test_a_hugging_face_folder_is_checked_on_its_first_few_rows(tmp_path):
                             "fields are: country, capital")
     flat = suite(tmp_path, task(dataset={"path": "caps/test.csv"}))  # the same file as a local file: all of it
     assert "line 7: 1 values but the header has 2 columns" in str(flat.validate()[0])
+
+
+def test_a_grader_metric_id_not_among_the_metrics_is_a_problem_with_a_did_you_mean(tmp_path):
+    s = suite(tmp_path, task(metrics=[{"id": "within_1pct"}], grader={"source": GRADE, "metric_id": "within_1pc"}))
+    (problem,) = s.validate()
+    assert problem.field == "grader"
+    assert "metric_id 'within_1pc' is not among metrics (within_1pct)" in problem.message
+    assert problem.message.endswith("did you mean 'within_1pct'?")
+
+
+def test_score_names_written_in_the_graders_source_are_held_against_the_metrics(tmp_path):
+    source = ("def grade(sample, item):\n"
+              "    ok = sample['extracted_output'] == item['target']\n"
+              "    return {'scores': {'acc': ok, 'accuracy': ok}}\n")
+    s = suite(tmp_path, task(metrics=[{"id": "accuracy"}], grader={"source": source}))
+    (problem,) = s.validate()
+    assert problem.message == ("the grader returns the score 'acc' (line 3), which is not among metrics (accuracy); "
+                               "did you mean 'accuracy'?")
+
+
+def test_names_that_line_up_and_a_default_metric_id_are_not_problems(tmp_path):
+    source = "def grade(sample, item):\n    return {'scores': {'accuracy': 1}}\n"
+    s = suite(tmp_path, task(metrics=[{"id": "accuracy"}], grader={"source": source}),
+              task("second", metrics=[{"id": "em"}], grader={"source": GRADE, "metric_id": "em"}))
+    assert s.validate() == []

@@ -254,3 +254,13 @@ def test_unsafe_extra_body_keys_never_reach_the_canonical_form():
     gen = Generation.from_value({"extra_body": {"api_key": "sk-secret", "model": "x", "guided_regex": "a+"}})
     assert gen.extra_body == {"guided_regex": "a+"}
     assert "sk-secret" not in str(gen.canonical())
+
+
+def test_a_dropped_extra_body_key_such_as_stream_is_warned_about_naming_it():
+    with pytest.warns(UserWarning, match=r"generation.extra_body: 'stream' ignored, not sent: evalnb reads each reply "
+                                         r"whole and never streams") as caught:
+        gen = Generation.from_value({"extra_body": {"stream": True, "seed": 1}})
+    assert gen.canonical() == {"extra_body": {"seed": 1}}
+    with pytest.warns(UserWarning, match="'api_key' ignored") as caught:
+        Generation.from_value({"extra_body": {"api_key": "sk-secret"}})
+    assert "sk-secret" not in str(caught[0].message)  # the key's name, never its value

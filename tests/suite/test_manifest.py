@@ -983,3 +983,45 @@ def test_a_public_host_name_passes_the_schema_it_is_resolved_at_load():
     dataset = {"path": "json", "data_files": "https://huggingface.example/d/x.jsonl"}
     suite = Suite.from_dict(make_suite(make_task(dataset=dataset)))
     assert suite.tasks[0].dataset.data_files == "https://huggingface.example/d/x.jsonl"
+
+
+def test_a_builtin_grader_is_named_in_yaml_and_expands_to_its_source(tmp_path):
+    import evalnb.graders as graders
+
+    path = tmp_path / "suite.yaml"
+    path.write_text("tasks:\n  - id: t\n    type: qa\n    dataset: {path: x.jsonl}\n    prompt_template: 'Q: {{q}}'\n"
+                    "    metrics: [{id: f1}]\n    grader: {builtin: token_f1, timeout_seconds: 30}\n")
+    suite = Suite.from_file(path)
+    grader = suite.tasks[0].grader
+    assert (grader.contract, grader.metric_id, grader.timeout_seconds) == ("sample", "f1", 30)
+    assert grader.source == graders.source("token_f1")
+    # the canonical form is the pasted grader: same version, and nothing a gateway would not know
+    pasted = Suite.from_dict(make_suite(make_task(dataset={"path": "x.jsonl"}, metrics=[{"id": "f1"}],
+                                                  grader=graders.spec("token_f1", timeout_seconds=30))))
+    assert suite.version == pasted.version
+    assert "builtin" not in suite.to_dict()["tasks"][0]["grader"]
+    judge = Suite.from_dict(make_suite(make_task(grader={"builtin": "llm_judge"}))).tasks[0].grader
+    assert (judge.contract, judge.effective_model_access, judge.metric_id) == ("model_backed", "mka1", "judge_score")
+    schema = Suite.json_schema()["$defs"]["GraderSpec"]["properties"]["builtin"]
+    assert "token_f1" in json.dumps(schema) and "evalnb extension" in schema["description"]
+
+
+def test_a_builtin_grader_that_cannot_be_expanded_is_a_manifest_error_naming_why():
+    assert errors_of(make_suite(make_task(grader={"builtin": "token_f2"}))) == {
+        "tasks[0].grader.builtin": "must be one of 'embedding_similarity', 'exact_match', 'llm_judge', 'macro_f1', "
+                                   "'multiple_choice', 'normalized_exact_match', 'numeric_tolerance' or 'token_f1' "
+                                   '(found "token_f2")'}
+    assert errors_of(make_suite(make_task(grader={"builtin": "exact_match", "source": GRADE}))) == {
+        "tasks[0].grader.builtin": "builtin names the grader's code, and so does source; give one"}
+    (message,) = errors_of(make_suite(make_task(grader={"builtin": "llm_judge", "metric_id": "x"}))).values()
+    assert message.startswith("builtin 'llm_judge': this grader's source returns the score 'judge_score'")
+    assert "evalnb.graders.source('llm_judge')" in message
+
+
+def test_a_suites_repr_is_one_short_line_not_a_pydantic_dump():
+    suite = Suite.from_dict(make_suite(make_task(), make_task(id="u", type="math")))
+    text = repr(suite)
+    assert text == f"<evalnb.Suite {suite.version[:12]}: 2 tasks: t (qa), u (math)>"
+    assert "GraderSpec" not in text and GRADE not in text
+    many = Suite.from_dict(make_suite(*[make_task(id=f"t{i}") for i in range(12)]))
+    assert repr(many).endswith("t7 (qa), ... (4 more)>") and len(repr(many)) < 200

@@ -229,6 +229,17 @@ def test_request_payload_warns_about_fields_the_endpoint_will_not_get(suite):
     assert w.request == {"model": "gpt-4.1-mini", "input": w.item.prompt, "temperature": 0.5}
 
 
+def test_the_request_tab_shows_the_models_given_not_a_placeholder(suite):
+    strong = Model("strong", base_url="http://127.0.0.1:9/v1", api="chat")
+    weak = Model("weak", base_url="http://127.0.0.1:8/v1")
+    w = preview(suite, "mc", models=[strong, weak])
+    view = text_of(w.request_html.value)
+    assert "your-model" not in view and "api.openai.com" not in view
+    assert "strong: POST http://127.0.0.1:9/v1/chat/completions" in view
+    assert "weak: POST http://127.0.0.1:8/v1/responses" in view
+    assert w.request["model"] == "strong" and w.request["messages"][-1]["content"] == w.item.prompt
+
+
 def test_bad_model_and_generation_are_rejected(suite):
     with pytest.raises(ManifestError, match="generation.temperature"):
         preview(suite, generation={"temperature": 9})

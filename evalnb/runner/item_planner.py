@@ -7,7 +7,7 @@ local JSONL/CSV file as it reads it):
    sample is already in this run (kept), can be copied whole from an identical earlier run,
    is answered by the output cache, or needs a call — one byte per sample — and counts what
    the progress panel shows. It asks the store one stretch (``CHUNK`` items) at a time.
-2. The work pass, epoch by epoch as before, walks the items again and hands out `Work`: the
+2. The work pass, epoch by epoch as before, walks the items again and hands out `executor.Unit`s: the
    cached outputs and the calls still to make, a stretch at a time.
 
 Deciding everything before the first call keeps the old semantics exactly: an output this run
@@ -22,20 +22,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalnb.runner.unit import Unit
+
 CALL, KEEP, COPY, CACHED = 0, 1, 2, 3
 CHUNK = 1000  # items per stretch: a few store queries each
-
-
-@dataclass(slots=True)
-class Work:
-    """One sample to produce: call `model` with `item.prompt`, or take `output` from the cache."""
-
-    task_id: str
-    item: Any
-    model: Any
-    key: str
-    epoch: int
-    output: dict | None = None
 
 
 @dataclass
@@ -58,10 +48,15 @@ def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
 class Planner:
     """The survey and the work pass of one run (see the module docstring)."""
 
-    def __init__(self, plan: Any, store: Any, run_id: str, *, continuing: bool, previous: str | None) -> None:
+    def __init__(self, plan: Any, store: Any, run_id: str, *, continuing: bool, previous: str | None,
+                 retry_failed: bool = False) -> None:
         from evalnb.store import request_key_function
 
         self.plan, self.store, self.run_id = plan, store, run_id
+        # samples of this run that failed for their own reasons (a 400 for that prompt, a grader
+        # error): kept as they are unless retry_failed; the transport's and provider's failures
+        # and the not-run samples are done again (`runner.fail_fast.resendable`)
+        self.own_failures = set() if retry_failed or not continuing else _own_failures(store, run_id)
         self.previous = previous  # an identical completed run to copy graded samples from
         self.continuing = continuing  # this run existed before: look for its own samples
         self.has_own = continuing and store.has_completed(run_id)
@@ -103,8 +98,7 @@ class Planner:
 
     def _survey_chunk(self, task_id: str, chunk: list[Any], per_sample: bool, result: TaskSurvey,
                       metric: dict[str, str | None], sums: dict[str, list]) -> None:
-        from evalnb.store import row_digest
-        from evalnb.store._codec import text_hash
+        from evalnb.store import row_digest, text_hash
 
         plan = self.plan
         first, last, n = chunk[0].index, chunk[-1].index, len(chunk)
@@ -128,6 +122,12 @@ class Planner:
                 if prompt_hash == text_hash(item.prompt) and target == item.target and row_hash_ == row_hash(j):
                     d[j] = KEEP
                     result.kept[label] += 1
+        if self.own_failures:
+            for (label, epoch), d in dec.items():
+                for j in range(n):
+                    if d[j] == CALL and (task_id, label, first + j, epoch) in self.own_failures:
+                        d[j] = KEEP
+                        result.kept[label] += 1
         if self.previous is not None and per_sample and plan.reuse:
             for label, index, epoch, key, target, row_hash_, scores in self.store.graded_range(
                     self.previous, task_id, self._labels, first, last):
@@ -178,20 +178,20 @@ class Planner:
                 return True
         return False
 
-    def work(self, task_id: str, epoch: int, items: Iterable[Any]) -> Iterator[list[Work]]:
+    def work(self, task_id: str, epoch: int, items: Iterable[Any]) -> Iterator[list[Unit]]:
         """The cached outputs and calls of one (task, epoch), a stretch of items at a time,
         items in order and every model of an item together (as the run always asked)."""
         models = self.plan.models
         rows = [(m, self.decisions[(task_id, m.label, epoch)]) for m in models]
         for chunk in chunks(items):
-            units: list[Work] = []
-            cached: list[Work] = []
+            units: list[Unit] = []
+            cached: list[Unit] = []
             for item in chunk:
                 i = item.index
                 for model, d in rows:
                     code = d[i] if i < len(d) else CALL
                     if code == CALL or code == CACHED:
-                        unit = Work(task_id, item, model, self.key(model.label, item.prompt, epoch), epoch)
+                        unit = Unit(task_id, item, model, self.key(model.label, item.prompt, epoch), epoch)
                         units.append(unit)
                         if code == CACHED:
                             cached.append(unit)
@@ -201,3 +201,10 @@ class Planner:
                     unit.output = found.get(unit.key)  # gone since the survey (never, in practice): call
             if units:
                 yield units
+
+
+def _own_failures(store: Any, run_id: str) -> set[tuple[str, str, int, int]]:
+    """(task, model, index, epoch) of the run's samples that failed for their own reasons."""
+    from evalnb.runner.fail_fast import resendable
+
+    return {(t, m, i, e) for t, m, i, e, error in store.failed_errors(run_id) if not resendable(error)}

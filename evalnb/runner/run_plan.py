@@ -41,7 +41,7 @@ class RunPlan:
     epochs: int = 1
     network_tasks: frozenset[str] = frozenset()  # tasks whose user code keeps the network
     name: str | None = None  # a label for people (`evalnb runs`); not part of what the run computes
-    executor: Any = "local"  # "local", "ray" or an evalnb.RayExecutor: where the calls are made
+    executor: Any = "local"  # "local", "ray", "batch" or an executor object: where the calls are made
     judge_generation: dict[str, Any] = field(default_factory=dict)  # defaults of graders' model calls
     max_cost_usd: float | None = None  # the run's budget: no call starts that could pass it
 
@@ -70,16 +70,28 @@ class RunPlan:
         return any(m is not None and m.price is not None for m in (*self.models, self.judge_model, self.embedding_model))
 
 
-def as_model(value: Any, what: str = "model") -> Model:
-    """Accept a Model, or a string ``name`` / ``name@base_url`` (Responses API, like ``Model``)."""
+def as_model(value: Any, what: str = "model", *, bare: bool = False) -> Model:
+    """Accept a Model, or a string ``name@base_url`` (Responses API, like ``Model``).
+
+    A bare ``name`` without ``@`` is refused (``bare=False``): in Python ``"strong"`` reads as a
+    stand-in's name, but would mean an OpenAI model. The CLI, whose ``--model NAME`` is
+    documented as OpenAI's, passes ``bare=True``.
+    """
     if isinstance(value, Model):
         return value
     if isinstance(value, str) and value.strip():
         name, sep, base_url = value.partition("@")
         if sep:
             return Model(name, base_url=base_url)
-        return Model(name)
-    raise TypeError(f"{what} must be an evalnb.Model or a 'name[@base_url]' string, got {value!r}")
+        if bare:
+            return Model(name)
+        raise TypeError(
+            f"{what}: {value!r} is a bare string, which would mean OpenAI's model of that name; write "
+            f"evalnb.Model({value!r}) for OpenAI (key from OPENAI_API_KEY), or "
+            f"evalnb.Model({value!r}, base_url='http://host:port/v1', api='chat') for another server "
+            f"(the string '{value}@http://host:port/v1' also works)"
+        )
+    raise TypeError(f"{what} must be an evalnb.Model or a 'name@base_url' string, got {value!r}")
 
 
 def make_plan(
@@ -110,7 +122,8 @@ def make_plan(
         raise TypeError(f"suite must be an evalnb.Suite, got {type(suite).__name__}")
     if isinstance(models, (Model, str)):
         models = [models]
-    model_list = [as_model(m) for m in (models or [])]
+    models = list(models or [])
+    model_list = [as_model(m, f"models[{i}]") for i, m in enumerate(models)]
     if not 1 <= len(model_list) <= MAX_MODELS:
         raise ValueError(f"models: a run takes 1 to {MAX_MODELS} models, got {len(model_list)}")
     labels = [m.label for m in model_list]
@@ -144,15 +157,16 @@ def make_plan(
         raise ValueError(f"name: a run name must be 1-{MAX_NAME} characters of text, got {name!r}")
     gen = Generation.from_value(generation).canonical()
     judge_gen = _judge_generation(judge_generation)
+    _warn_unsent(model_list, gen)
     judge = as_model(judge_model, "judge_model") if judge_model is not None else None
     embedder = as_model(embedding_model, "embedding_model") if embedding_model is not None else None
     budget = check_budget(max_cost_usd)
     runner = check_executor(executor)
     if budget is not None:
-        if runner != "local":
+        if runner != "local" and runner != "batch" and getattr(runner, "name", None) != "batch":
             # a budget is checked before every call; Ray workers make theirs on their own
-            raise ValueError("max_cost_usd: a budget needs executor='local' (each call is checked against it "
-                             "before it starts, in this process); Ray runs record and price every call but "
+            raise ValueError("max_cost_usd: a budget needs executor='local' or 'batch' (each call is checked "
+                             "against it before it starts, in this process); Ray runs record and price every call but "
                              "cannot stop at a budget")
         _check_bounded(model_list, gen, judge, judge_gen, budget, embedder)
     if allow_network is True:
@@ -188,6 +202,22 @@ def make_plan(
         judge_generation=judge_gen,
         max_cost_usd=budget,
     )
+
+
+def _warn_unsent(models: list[Model], gen: dict[str, Any]) -> None:
+    """A generation field some model's endpoint will not get (top_k for OpenAI, ...): say so once."""
+    import warnings
+
+    from evalnb.providers import unsent_fields
+
+    by_fields: dict[tuple[str, ...], list[str]] = {}
+    for m in models:
+        skipped = tuple(unsent_fields(gen, api=m.api, is_openai=m.is_openai))
+        if skipped:
+            by_fields.setdefault(skipped, []).append(m.label)
+    for fields, labels in by_fields.items():
+        warnings.warn(f"generation: {', '.join(fields)} not sent to {', '.join(labels)} (its endpoint does not take "
+                      "them; provider pass-through goes only to servers that are not OpenAI)", UserWarning, stacklevel=4)
 
 
 def check_budget(max_cost_usd: Any) -> float | None:
@@ -247,7 +277,9 @@ def model_record(model: Any) -> dict[str, Any]:
 
 
 def rebuild_model(record: Any) -> Any:
+    if isinstance(record, str) and "@" not in record:
+        return Model(record)  # a bare name stored by an older run: it meant OpenAI's model then too
     if not isinstance(record, dict):
-        return record  # None, or a bare name stored by an older run
+        return record  # None, or "name@base_url"
     return Model(record["name"], base_url=record.get("base_url"), api=record.get("api") or "responses",
                  label=record.get("label"), api_key_env=record.get("api_key_env"), price=record.get("price"))
