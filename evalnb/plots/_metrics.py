@@ -110,8 +110,6 @@ def per_task(
 
 def compare(
     metrics: pd.DataFrame,
-    scores: pd.DataFrame | None = None,
-    samples: pd.DataFrame | None = None,
     *,
     models: Sequence[str] | None = None,
     metric: str | None = None,
@@ -120,8 +118,7 @@ def compare(
     """The default comparison figure: metric by model with 95% CIs, per task when several.
 
     Tasks sharing one metric share an axis (``metric_by_model``); tasks with different metrics
-    get a panel each (``per_task``). ``scores`` and ``samples`` are accepted so that
-    ``RunResult.compare()`` can pass every frame; this figure reads only ``metrics``.
+    get a panel each (``per_task``). It reads only the ``metrics`` table.
     """
     require_columns(metrics, METRIC_COLUMNS, "metrics")
     palette = resolve_colors(colors, metrics["model"])  # from all models, before filtering

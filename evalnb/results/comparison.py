@@ -13,7 +13,7 @@ The frame helpers at the bottom are shared with ``evalnb.plots`` (not part of ``
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalnb.results import stats
@@ -50,6 +50,7 @@ def paired(
     seed: int = 0,
     clusters: Mapping[tuple[str, int], Hashable] | None = None,
     batch_metrics: Iterable[tuple[str, str]] = (),
+    unclustered: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per task comparing ``model_a`` with ``model_b`` on the items both were scored on.
 
@@ -65,9 +66,11 @@ def paired(
     ``clusters`` ((task_id, sample_index) -> cluster, e.g. the passage): the differences are
     clustered: ``stderr`` is the CR1 cluster-robust one, the interval ``mean_diff ± t_{G−1} ·
     stderr`` (an item bootstrap would assume independent items) and ``n_clusters`` is added.
-    McNemar's test still treats items as independent.
+    McNemar's test still treats items as independent. ``unclustered`` (task -> note): tasks
+    ``clusters`` does not cover; they keep the ordinary statistics and carry the note.
     """
     require_columns(scores, SCORE_COLUMNS, "scores")
+    stats.check_resamples(n_resamples)
     if model_a == model_b:
         raise ValueError(f"paired() needs two different models, got {model_a!r} twice")
     models = sorted_unique(scores["model"])
@@ -75,7 +78,7 @@ def paired(
         check_choice(model, models, "model")
     chosen = select_metric_rows(scores, task_id=task_id, metric=metric, frame_name="scores")
     batch = set(batch_metrics)
-    rows = _pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters, batch)
+    rows = _pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters, batch, unclustered)
     if not any(row["n_pairs"] for row in rows):
         where = f"task {task_id!r}" if isinstance(task_id, str) else "any task"
         if rows and all((row["task_id"], row["metric"]) in batch for row in rows):
@@ -90,30 +93,46 @@ def paired(
 def _pair_rows(
     chosen: pd.DataFrame, model_a: str, model_b: str, n_resamples: int, seed: int,
     clusters: Mapping[tuple[str, int], Hashable] | None, batch: Collection[tuple[str, str]] = (),
+    unclustered: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of `paired` (per task, then pooled) as dicts, model_a and model_b first.
 
-    A row without pairs gets a ``note``: a batch metric (in ``batch``) has no per-item scores.
+    Each task's items are paired once (`pairing.pair_items`) and every statistic is read from
+    the aligned arrays. A row without pairs gets a ``note``: a batch metric (in ``batch``) has
+    no per-item scores. ``unclustered``: task -> why ``clusters`` does not cover it (its rows
+    lack the field); such a task gets the ordinary statistics and that reason in ``note``.
     """
+    from evalnb.results.pairing import concat, item_arrays, pair_items
+
     chosen = chosen[chosen["model"].isin([model_a, model_b])]
     check_unique(chosen, ("task_id", "model", "metric", "sample_index"), "scores")
+    unclustered = unclustered or {}
     rows: list[dict[str, Any]] = []
-    pooled_a: dict[tuple[str, Any], Any] = {}
-    pooled_b: dict[tuple[str, Any], Any] = {}
+    pooled = []
     for (task, metric_id), group in chosen.groupby(["task_id", "metric"], sort=True):
-        a = _values(group, model_a)
-        b = _values(group, model_b)
-        label = None if clusters is None else (lambda i, t=task: clusters.get((t, int(i))))
-        row = _paired_row(task, metric_id, a, b, n_resamples, seed, label)
+        by_model = dict(iter(group.groupby("model", sort=False)))
+        empty = group.iloc[0:0]
+        pairs = pair_items(*item_arrays(by_model.get(model_a, empty)), *item_arrays(by_model.get(model_b, empty)))
+        use = None if clusters is None or task in unclustered else clusters
+        row = _paired_row(task, metric_id, pairs, n_resamples, seed, use, [task] * len(pairs.keys))
+        if clusters is not None and task in unclustered:
+            row["n_clusters"] = None
+            row["note"] = unclustered[task]
         if not row["n_pairs"]:
             row["note"] = _batch_note(metric_id) if (task, metric_id) in batch else _NO_OVERLAP
         rows.append(row)
-        pooled_a.update({(task, k): v for k, v in a.items()})
-        pooled_b.update({(task, k): v for k, v in b.items()})
+        pooled.append((task, pairs))
     one_metric = len({row["metric"] for row in rows}) == 1
     if len(rows) > 1 and one_metric and all(row["task_id"] != ALL_TASKS for row in rows):
-        label = None if clusters is None else (lambda key: clusters.get((key[0], int(key[1]))))
-        rows.append(_paired_row(ALL_TASKS, rows[0]["metric"], pooled_a, pooled_b, n_resamples, seed, label))
+        pairs = concat([p for _, p in pooled])  # tasks in name order, items by index: (task, index) order
+        tasks = [t for t, p in pooled for _ in range(len(p.keys))]
+        left_out = [t for t, _ in pooled if t in unclustered]
+        use = None if clusters is None or left_out else clusters
+        row = _paired_row(ALL_TASKS, rows[0]["metric"], pairs, n_resamples, seed, use, tasks)
+        if clusters is not None and left_out:
+            row["n_clusters"] = None
+            row["note"] = f"not clustered: task(s) {', '.join(map(repr, left_out))} are not"
+        rows.append(row)
     return [{"model_a": model_a, "model_b": model_b, **r} for r in rows]
 
 
@@ -139,6 +158,7 @@ def paired_all(
     seed: int = 0,
     clusters: Mapping[tuple[str, int], Hashable] | None = None,
     batch_metrics: Iterable[tuple[str, str]] = (),
+    unclustered: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """Every pair of ``models`` (a before b, in the order given) as `paired` rows, with p-values.
 
@@ -151,6 +171,7 @@ def paired_all(
     if len(models) < 2 or len(set(models)) != len(models):
         raise ValueError(f"paired_all() needs two or more distinct models, got {models!r}")
     require_columns(scores, SCORE_COLUMNS, "scores")
+    stats.check_resamples(n_resamples)
     available = sorted_unique(scores["model"])
     for model in models:
         check_choice(model, available, "model")
@@ -158,11 +179,12 @@ def paired_all(
     rows: list[dict[str, Any]] = []
     for i, model_a in enumerate(models):
         for model_b in models[i + 1:]:
-            rows.extend(_pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters, set(batch_metrics)))
+            rows.extend(_pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters, set(batch_metrics),
+                                   unclustered))
     if not any(row["n_pairs"] for row in rows):
         raise ValueError(f"models {', '.join(map(repr, models))} share no scored items; nothing to pair")
     for row in rows:
-        row["p_value"] = _p_value(row, clustered=clusters is not None)
+        row["p_value"] = _p_value(row, clustered=clusters is not None and row.get("n_clusters") is not None)
     families: dict[tuple[str, str], list[int]] = {}
     for i, row in enumerate(rows):
         families.setdefault((row["task_id"], row["metric"]), []).append(i)
@@ -188,47 +210,27 @@ def _p_value(row: dict[str, Any], *, clustered: bool) -> float:
     return stats.t_two_sided_p(mean / stderr, df)
 
 
-def _values(group: pd.DataFrame, model: str) -> dict[Any, Any]:
-    part = group[group["model"] == model]
-    return dict(zip(part["sample_index"].tolist(), part["value"].tolist(), strict=True))
-
-
 def _paired_row(
-    task: str, metric: str, a: dict[Any, Any], b: dict[Any, Any], n_resamples: int, seed: int,
-    cluster_of: Callable[[Any], Hashable] | None = None,
+    task: str, metric: str, pairs: Any, n_resamples: int, seed: int,
+    clusters: Mapping[tuple[str, int], Hashable] | None, tasks: Sequence[str],
 ) -> dict[str, Any]:
-    diff = stats.paired_difference(a, b)
-    nan = math.nan
-    row: dict[str, Any] = {
-        "task_id": task, "metric": metric, "n_pairs": diff.n, "mean_a": nan, "mean_b": nan,
-        "mean_diff": nan, "ci_low": nan, "ci_high": nan, "stderr": nan,
-        "n01": None, "n10": None, "mcnemar_p": nan, "note": None,
-    }
-    if cluster_of is not None:
-        row["n_clusters"] = 0
-    if diff.n == 0:
+    """One row of `paired` from aligned pairs; ``tasks[i]`` is the task of pair i (for its cluster)."""
+    from evalnb.results.pairing import paired_statistics
+
+    row: dict[str, Any] = {"task_id": task, "metric": metric, "note": None}
+    row.update(paired_statistics(pairs, n_resamples=None if clusters is not None else n_resamples, seed=seed))
+    if clusters is None:
         return row
-    keys = [k for k in a if k in b and _present(a[k]) and _present(b[k])]
-    pairs = [(float(a[k]), float(b[k])) for k in keys]
-    row.update(
-        mean_a=math.fsum(x for x, _ in pairs) / len(pairs),
-        mean_b=math.fsum(y for _, y in pairs) / len(pairs),
-        mean_diff=diff.mean_diff,
-    )
-    if cluster_of is None:
-        boot = stats.paired_bootstrap(a, b, n_resamples=n_resamples, seed=seed)
-        row.update(ci_low=_nan(boot.ci_low), ci_high=_nan(boot.ci_high), stderr=_nan(diff.stderr))
-    else:
-        row.update(_clustered_interval(task, metric, [x - y for x, y in pairs], [cluster_of(k) for k in keys]))
-    if all(x in (0.0, 1.0) and y in (0.0, 1.0) for x, y in pairs):
-        test = stats.mcnemar_exact(a, b)
-        row.update(n01=test.n01, n10=test.n10, mcnemar_p=test.p_value)
+    row["n_clusters"] = 0
+    if row["n_pairs"]:
+        labels = [clusters.get((t, k)) for t, k in zip(tasks, pairs.keys.tolist())]
+        row.update(_clustered_interval(task, metric, (pairs.a - pairs.b).tolist(), labels))
     return row
 
 
 def _clustered_interval(task: str, metric: str, diffs: list[float], labels: list[Hashable]) -> dict[str, Any]:
     """CR1 stderr of the per-item differences and the 95% t_{G-1} interval around their mean."""
-    from evalnb.results.clustered import clustered_stderr
+    from evalnb.results.cluster_robust import clustered_stderr
 
     if None in labels:
         raise ValueError(f"task {task!r}: {labels.count(None)} paired item(s) have no cluster")
@@ -341,7 +343,7 @@ def require_columns(frame: Any, columns: Iterable[str], name: str) -> None:
 
 
 def sorted_unique(series: Any) -> list[Any]:
-    return sorted(set(series.dropna().tolist()), key=str)
+    return sorted(series.dropna().unique().tolist(), key=str)
 
 
 def check_choice(value: Any, available: Sequence[Any], what: str, where: str = "") -> None:
@@ -377,8 +379,11 @@ def select_metric_rows(
         for task in wanted:
             check_choice(task, tasks, "task")
     keep: list[tuple[str, str]] = []
+    metrics_of: dict[str, list[str]] = {}  # each task's metrics in order of appearance
+    for task, metric_id in frame[["task_id", "metric"]].drop_duplicates().itertuples(index=False, name=None):
+        metrics_of.setdefault(task, []).append(metric_id)
     for task in wanted:
-        task_metrics = list(dict.fromkeys(frame.loc[frame["task_id"] == task, "metric"]))
+        task_metrics = metrics_of.get(task, [])
         if metric is None:
             keep.append((task, task_metrics[0]))
         elif metric in task_metrics:
@@ -388,8 +393,12 @@ def select_metric_rows(
     if not keep:
         every = sorted_unique(frame.loc[frame["task_id"].isin(wanted), "metric"])
         check_choice(metric, every, "metric", f" in the {frame_name} frame")
-    pairs = set(keep)
-    mask = [(t, m) in pairs for t, m in zip(frame["task_id"], frame["metric"], strict=True)]
+    import numpy as np
+
+    tasks_col, metrics_col = frame["task_id"].to_numpy(), frame["metric"].to_numpy()
+    mask = np.zeros(len(frame), dtype=bool)
+    for task, metric_id in keep:  # one vectorised test per task
+        mask |= (tasks_col == task) & (metrics_col == metric_id)
     return frame.loc[mask]
 
 
@@ -404,11 +413,3 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or (
         type(value).__name__ == "NAType"
     )
-
-
-def _present(value: Any) -> bool:
-    return not _missing(value)
-
-
-def _nan(value: float | None) -> float:
-    return math.nan if value is None else float(value)

@@ -23,11 +23,13 @@ COST_COLUMNS = (
 )
 
 
-def _tokens(usage: Any, name: str) -> int | None:
+def _tokens(usage: Any, *names: str) -> int | None:
+    """The first of ``names`` in ``usage`` that is an int (as the samples frame reads usage)."""
     if isinstance(usage, Mapping):
-        value = usage.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
+        for name in names:
+            value = usage.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
     return None
 
 
@@ -56,6 +58,36 @@ def judge_calls_frame(calls: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("float64")
     frame["cached"] = frame["cached"].astype("bool")
     return frame
+
+
+def cost_columns(pages: Iterable[Mapping[str, list[Any]]]) -> tuple[pd.DataFrame, Any]:
+    """(the columns `costs_frame` reads, cached input tokens per row) from `Store.column_pages`
+    pages of task_id, model, cached, output_text, usage and cost_usd: no samples frame needed.
+
+    Output texts are read a page at a time and kept only as "was there an output" (True/None).
+    """
+    import numpy as np
+    import pandas as pd
+
+    parts, cached_input = [], []
+    for page in pages:
+        usages = page["usage"]
+        parts.append(pd.DataFrame({
+            "task_id": page["task_id"], "model": page["model"],
+            "cached": pd.array(page["cached"], dtype="boolean"),
+            "output_text": pd.Series([None if o is None else True for o in page["output_text"]], dtype="object"),
+            "input_tokens": pd.array([_tokens(u, "input_tokens", "prompt_tokens") for u in usages],
+                                     dtype="Int64"),
+            "output_tokens": pd.array([_tokens(u, "output_tokens", "completion_tokens") for u in usages],
+                                      dtype="Int64"),
+            "cost_usd": pd.to_numeric(pd.Series(page["cost_usd"], dtype="object"), errors="coerce").astype("float64"),
+        }))
+        cached_input.extend((_tokens(u, "cached_input_tokens") or 0) for u in usages)
+    if not parts:
+        empty = pd.DataFrame({c: [] for c in ("task_id", "model", "cached", "output_text", "input_tokens",
+                                              "output_tokens", "cost_usd")})
+        return empty, np.array([], dtype="int64")
+    return pd.concat(parts, ignore_index=True), np.asarray(cached_input, dtype="int64")
 
 
 def costs_frame(samples: pd.DataFrame, cached_input: Any, calls: pd.DataFrame, names: Mapping[str, str]) -> pd.DataFrame:

@@ -11,7 +11,7 @@ mean over its epochs); pandas is imported lazily.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from evalnb.results import stats
@@ -49,6 +49,7 @@ def diff_scores(
     *,
     confidence: float = 0.95,
     clusters: Mapping[tuple[str, int], Hashable] | None = None,
+    unclustered: Collection[str] = (),
 ) -> pd.DataFrame:
     """One row per (task_id, model, metric) in both frames: ``scores`` minus ``baseline``.
 
@@ -56,16 +57,17 @@ def diff_scores(
     ``stderr`` = SD (ddof 1) of the per-item differences / √n_pairs, the interval
     ``mean_diff ± t_{n-1} · stderr``; with ``clusters`` ((task_id, sample_index) -> cluster)
     the stderr is the CR1 one over the differences, the interval uses t_{G-1} and a column
-    ``n_clusters`` is added. ``mde = (z_0.975 + z_0.80) · stderr``.
+    ``n_clusters`` is added; tasks in ``unclustered`` keep the ordinary errors (``n_clusters``
+    <NA>). ``mde = (z_0.975 + z_0.80) · stderr``.
     """
     import pandas as pd
 
+    from evalnb.results.pairing import pair_items
     from evalnb.results.power import power_factor
 
-    stats._check_confidence(confidence)
+    stats.check_confidence(confidence)
     for frame, name in ((scores, "scores"), (baseline, "baseline scores")):
         require_columns(frame, SCORE_COLUMNS, name)
-    new, old = _item_values(scores), _item_values(baseline)
     order, theirs_keys = _keys(scores), set(_keys(baseline))
     common = [k for k in order if k in theirs_keys]
     if not common:
@@ -76,13 +78,16 @@ def diff_scores(
             f"the baseline {theirs}; diff pairs items of the same task and model label"
         )
     factor = power_factor()
+    here, before = _item_arrays(scores), _item_arrays(baseline)
     rows = []
     for key in common:
-        here, before = new.get(key, {}), old.get(key, {})
-        pairs = sorted(i for i in here if i in before)
+        pairs = pair_items(*here[key], *before[key])  # a = this run, b = the baseline
+        clustered = clusters is not None and key[0] not in unclustered
+        labels = [clusters.get((key[0], k)) for k in pairs.keys.tolist()] if clustered else None
         row: dict[str, Any] = dict(zip(_KEYS, key))
-        row.update(_diff_row([before[i] for i in pairs], [here[i] for i in pairs], confidence, factor,
-                             None if clusters is None else [clusters.get((key[0], i)) for i in pairs], key))
+        row.update(_diff_row(pairs, confidence, factor, labels, key))
+        if clusters is not None and not clustered:
+            row["n_clusters"] = None
         rows.append(row)
     columns = list(DIFF_COLUMNS) + (["n_clusters"] if clusters is not None else [])
     table = pd.DataFrame.from_records(rows, columns=columns)
@@ -91,42 +96,46 @@ def diff_scores(
     return table.astype({"n_pairs": "int64"})
 
 
-def _diff_row(before: list[float], after: list[float], confidence: float, factor: float,
-              labels: list[Hashable] | None, key: tuple[str, str, str]) -> dict[str, Any]:
+def _item_arrays(scores: pd.DataFrame) -> dict[tuple[str, str, str], tuple[Any, Any]]:
+    """(task, model, metric) -> (sample_index array, value array) of the scored items."""
+    from evalnb.results.pairing import item_arrays
+
+    return {key: item_arrays(part) for key, part in scores.groupby(["task_id", "model", "metric"], sort=False)}
+
+
+def _diff_row(pairs: Any, confidence: float, factor: float, labels: list[Hashable] | None,
+              key: tuple[str, str, str]) -> dict[str, Any]:
+    from evalnb.results.pairing import paired_statistics
+
     nan = math.nan
-    n = len(before)
+    n = len(pairs.keys)
     row: dict[str, Any] = {"n_pairs": n, "mean_baseline": nan, "mean": nan, "mean_diff": nan, "stderr": nan,
                            "ci_low": nan, "ci_high": nan, "n_fixed": 0, "n_broken": 0, "mcnemar_p": nan, "mde": nan}
     if labels is not None:
         row["n_clusters"] = len(set(labels))
     if n == 0:
         return row
-    diffs = [a - b for a, b in zip(after, before)]
-    row.update(mean_baseline=math.fsum(before) / n, mean=math.fsum(after) / n,
-               n_fixed=sum(b == 0.0 and a == 1.0 for a, b in zip(after, before)),
-               n_broken=sum(b == 1.0 and a == 0.0 for a, b in zip(after, before)))
-    if labels is None:
-        mean, sd = stats._mean_sd(diffs)
-        stderr = None if sd is None else sd / math.sqrt(n)
-        low, high = stats._t_interval(mean, stderr, n, confidence)
-    else:
+    found = paired_statistics(pairs, n_resamples=None, confidence=confidence)
+    after, before = pairs.a, pairs.b
+    row.update(mean_baseline=found["mean_b"], mean=found["mean_a"], mean_diff=found["mean_diff"],
+               stderr=found["stderr"], ci_low=found["ci_low"], ci_high=found["ci_high"],
+               mcnemar_p=found["mcnemar_p"],  # McNemar(n01 = broken, n10 = fixed), 0/1 metrics only
+               n_fixed=int(((before == 0.0) & (after == 1.0)).sum()),
+               n_broken=int(((before == 1.0) & (after == 0.0)).sum()))
+    if labels is not None:
         if None in labels:
-            task = key[0]
-            missing = [i for i, label in enumerate(labels) if label is None]
-            raise ValueError(f"task {task!r}: {len(missing)} paired item(s) have no cluster")
+            raise ValueError(f"task {key[0]!r}: {labels.count(None)} paired item(s) have no cluster")
         if len(set(labels)) < 2:
             raise ValueError(f"task {key[0]!r}, model {key[1]!r}, metric {key[2]!r}: all {n} paired items are in "
                              f"one cluster ({labels[0]!r}); clustered errors need at least 2 clusters")
-        from evalnb.results.clustered import clustered_stderr
+        from evalnb.results.cluster_robust import clustered_stderr
 
+        diffs = (after - before).tolist()
         mean = math.fsum(diffs) / n
         stderr = clustered_stderr(diffs, labels)
         half = stats.t_quantile(0.5 + confidence / 2, len(set(labels)) - 1) * stderr
-        low, high = mean - half, mean + half
-    row.update(mean_diff=mean, stderr=_nan(stderr), ci_low=_nan(low), ci_high=_nan(high),
-               mde=_nan(None if stderr is None else factor * stderr))
-    if all(v in (0.0, 1.0) for v in before + after):
-        row["mcnemar_p"] = stats.mcnemar_from_counts(row["n_broken"], row["n_fixed"]).p_value
+        row.update(mean_diff=mean, stderr=stderr, ci_low=mean - half, ci_high=mean + half)
+    row["mde"] = _nan(None if math.isnan(row["stderr"]) else factor * row["stderr"])
     return row
 
 

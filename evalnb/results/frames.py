@@ -90,7 +90,7 @@ def metric_columns(manifest: Mapping[str, Any] | None, keys_by_task: Mapping[str
 
 def samples_frame(cols: Mapping[str, list[Any]], columns: Mapping[str, str],
                   judge_costs: Mapping[tuple[str, str, int, int], float] | None = None) -> pd.DataFrame:
-    """The `samples` frame of some samples given as columns (`Store.sample_columns`' shape).
+    """The `samples` frame of some samples given as columns (`Store.column_pages`' shape, pages joined).
 
     `judge_costs` ((task, model, index, epoch) -> USD) fills ``judge_cost_usd``. The frame ends
     with a ``_cached_input`` column (input tokens the provider's prompt cache served, for
@@ -141,38 +141,52 @@ def _add_costs(frame: pd.DataFrame, cols: Mapping[str, list[Any]],
 
 def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None
                ) -> tuple["pd.DataFrame", dict[str, str], dict[str, list[str]]]:
-    """(frame, metric id -> column, task -> score keys found) of a stored run, in the store's order."""
+    """(frame, metric id -> column, task -> score keys found) of a stored run, in the store's order.
+
+    Keys, status and one float column per metric, read a page at a time with every score taken
+    out of the stored JSON by SQLite (`Store.column_pages`' ``score:<id>`` fields): no sample's
+    scores or dataset row is decoded in Python. With a store that records it, the frame also
+    has ``missing_field`` (1.0 when the sample's prompt named a field its row lacks, NaN when
+    not recorded).
+    """
     import numpy as np
     import pandas as pd
 
-    keys = ("task_id", "model", "sample_index", "epoch", "status")
-    interned: dict[str, str] = {}
-    parts: dict[str, list[Any]] = {k: [] for k in keys}
-    scores: dict[str, list[np.ndarray]] = {}  # score key -> one array per page
-    keys_by_task: dict[str, dict[str, None]] = {}
-    sizes: list[int] = []
-    for page in store.column_pages(run_id, [*keys, "scores"]):
-        n = len(page["task_id"])
-        for k in ("task_id", "model", "status"):
-            parts[k].append(np.array([interned.setdefault(v, v) for v in page[k]], dtype=object))
-        parts["sample_index"].append(np.asarray(page["sample_index"], dtype="int64"))
-        parts["epoch"].append(np.asarray([0 if e is None else e for e in page["epoch"]], dtype="int64"))
-        dicts = [sc if isinstance(sc, Mapping) else {} for sc in page["scores"]]
-        found: dict[str, None] = {}
-        for task_id, sc in zip(page["task_id"], dicts):
-            if sc:
-                keys_by_task.setdefault(task_id, {}).update(dict.fromkeys(sc))
-                found.update(dict.fromkeys(sc))
-        for name in found:
-            if name not in scores:
-                scores[name] = [np.full(m, np.nan) for m in sizes]
-        for name, arrays in scores.items():
-            arrays.append(np.array([_as_score(d.get(name)) for d in dicts], dtype="float64"))
-        sizes.append(n)
+    from evalnb.store import SAMPLE_FIELDS, SAMPLE_STATUSES
+
+    keys_by_task = store.score_keys(run_id)
     columns = metric_columns(manifest, keys_by_task)
-    data: dict[str, Any] = {k: (np.concatenate(v) if v else np.array([], dtype=object if k in
-                                ("task_id", "model", "status") else "int64")) for k, v in parts.items()}
+    found = list(dict.fromkeys(k for keys in keys_by_task.values() for k in keys))
+    flag = ["missing_field"] if "missing_field" in SAMPLE_FIELDS else []
+    fields = ["task_id", "model", "sample_index", "epoch", "status", *flag, *(f"score:{k}" for k in found)]
+    codes: dict[str, list[np.ndarray]] = {"task_id": [], "model": [], "status": []}
+    labels: dict[str, dict[str, int]] = {k: {} for k in codes}  # value -> code, per column
+    for s in SAMPLE_STATUSES:
+        labels["status"].setdefault(s, len(labels["status"]))
+    parts: dict[str, list[Any]] = {f: [] for f in fields[2:] if f != "status"}
+    pages = (page for task, model in store.sample_groups(run_id)  # key order; names not read per row
+             for page in store.column_pages(run_id, fields, task_id=task, model=model))
+    for page in pages:
+        for k, known in labels.items():  # strings as small codes: hashed in C, one object per value
+            page_codes, values = pd.factorize(np.asarray(page[k], dtype=object))
+            to_global = np.array([known.setdefault(v, len(known)) for v in values], dtype="int32")
+            codes[k].append(to_global[page_codes] if len(values) else page_codes.astype("int32"))
+        parts["sample_index"].append(np.asarray(page["sample_index"], dtype="int64"))
+        parts["epoch"].append(np.asarray([0 if e is None else e for e in page["epoch"]], dtype="int64")
+                              if None in page["epoch"] else np.asarray(page["epoch"], dtype="int64"))
+        for f in fields[5:]:
+            parts[f].append(np.asarray(page[f], dtype="float64"))  # None -> NaN
+    data: dict[str, Any] = {}
+    for k, known in labels.items():
+        table = np.array(list(known), dtype=object)
+        data[k] = table[np.concatenate(codes[k])] if codes[k] else np.array([], dtype=object)
+    for k in ("sample_index", "epoch"):
+        data[k] = np.concatenate(parts[k]) if parts[k] else np.array([], dtype="int64")
+    data = {k: data[k] for k in ("task_id", "model", "sample_index", "epoch", "status")}
+    n = len(data["sample_index"])
+    for f in flag:
+        data[f] = np.concatenate(parts[f]) if parts[f] else np.array([], dtype="float64")
     for metric, column in columns.items():
-        arrays = scores.get(metric)
-        data[column] = np.concatenate(arrays) if arrays else np.full(sum(sizes), np.nan)
-    return pd.DataFrame(data), columns, {t: list(k) for t, k in keys_by_task.items()}
+        f = f"score:{metric}"
+        data[column] = np.concatenate(parts[f]) if parts.get(f) else np.full(n, np.nan)
+    return pd.DataFrame(data), columns, keys_by_task

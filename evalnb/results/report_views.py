@@ -1,6 +1,7 @@
 """How a `RunResult` reads to a person: the plain-text report and the static HTML table.
 
-A mixin of `RunResult` (it uses the result's metrics table, models and run record): one row
+A `Report` is owned by its `RunResult` and reads only the result's public face (metrics,
+models, epochs, name, status, run_id, run): one row
 per (task, metric), each model's mean [95% CI] with n and what the mean leaves out (failed,
 unscored, prompts missing a field). Inline styles only, no scripts, so the table reads the
 same in Jupyter and in an exported HTML report.
@@ -13,12 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 
-class ReportViews:
-    """Needs ``metrics``, ``models``, ``epochs``, ``name``, ``status``, ``run_id`` and ``_run``."""
+class Report:
+    """The text and HTML report of ``result`` (a `RunResult`)."""
+
+    def __init__(self, result: Any) -> None:
+        self._result = result
 
     def _cells(self) -> list[dict[str, Any]]:
         """Rows of the report: one per (task, metric), with each model's numbers."""
-        table = self.metrics
+        table = self._result.metrics
         out: list[dict[str, Any]] = []
         for (task, metric), part in table.groupby(["task_id", "metric"], sort=False):
             by_model = {r["model"]: r for r in part.to_dict("records")}
@@ -28,50 +32,51 @@ class ReportViews:
 
     def summary(self) -> str:
         """A plain-text report: the run line, then mean [95% CI] (n) per task x metric x model."""
-        counts = self._run.get("counts") or {}
-        named = f" {self.name!r}" if self.name else ""
-        head = [f"RunResult {self.run_id or '(not stored)'}{named}  status: {self.status or 'unknown'}"]
-        if self._run.get("suite_version"):
-            head.append(f"  suite {str(self._run['suite_version'])[:16]}")
+        r = self._result
+        run = r.run
+        counts = run.get("counts") or {}
+        named = f" {r.name!r}" if r.name else ""
+        head = [f"RunResult {r.run_id or '(not stored)'}{named}  status: {r.status or 'unknown'}"]
+        if run.get("suite_version"):
+            head.append(f"  suite {str(run['suite_version'])[:16]}")
         if counts:
             head.append(f"  samples: {counts.get('total', 0)} ({counts.get('failed', 0)} failed"
                         + (f", {counts['not_run']} not run" if counts.get("not_run") else "") + ")")
-        if self.epochs > 1:
-            head.append(f"  epochs: {self.epochs} (n counts items)")
-        lines = ["".join(head), "models: " + ", ".join(self.models)]
-        reasons = self.failure_reasons()
+        if r.epochs > 1:
+            head.append(f"  epochs: {r.epochs} (n counts items)")
+        lines = ["".join(head), "models: " + ", ".join(r.models)]
+        reasons = r.failure_reasons()
         if reasons:
             lines.append("why: " + "; ".join(f"{reason} ({n})" for reason, n in reasons))
         for cell in self._cells():
             lines.append(f"{cell['task']} / {cell['metric']}{'' if cell['higher_is_better'] else ' (lower is better)'}")
-            for model in self.models:
+            for model in r.models:
                 row = cell["models"].get(model)
                 if row is not None:
                     lines.append(f"  {model}: {_describe(row)}")
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.summary()
-
-    def _repr_html_(self) -> str:
+    def html(self) -> str:
         """A static table (inline styles only, no scripts): reads the same in Jupyter and in exported HTML."""
+        r = self._result
+        run = r.run
         esc = html.escape
-        models = self.models
-        counts = self._run.get("counts") or {}
-        info = [f"<b>run</b> <code>{esc(str(self.run_id or '(not stored)'))}</code>",
-                f"<b>status</b> {esc(str(self.status or 'unknown'))}"]
-        if self.name:
-            info.insert(1, f"<b>name</b> {esc(self.name)}")
-        if self._run.get("suite_version"):
-            info.append(f"<b>suite</b> <code>{esc(str(self._run['suite_version'])[:16])}</code>")
+        models = r.models
+        counts = run.get("counts") or {}
+        info = [f"<b>run</b> <code>{esc(str(r.run_id or '(not stored)'))}</code>",
+                f"<b>status</b> {esc(str(r.status or 'unknown'))}"]
+        if r.name:
+            info.insert(1, f"<b>name</b> {esc(r.name)}")
+        if run.get("suite_version"):
+            info.append(f"<b>suite</b> <code>{esc(str(run['suite_version'])[:16])}</code>")
         if counts:
             info.append(f"<b>samples</b> {counts.get('total', 0):,} ({counts.get('failed', 0):,} failed"
                         + (f", {counts['not_run']:,} not run" if counts.get("not_run") else "") + ")")
-        reasons = self.failure_reasons()
+        reasons = r.failure_reasons()
         if reasons:
             info.append("<b>why</b> " + "; ".join(f"{esc(reason)} ({n:,})" for reason, n in reasons))
-        if self.epochs > 1:
-            info.append(f"<b>epochs</b> {self.epochs}")
+        if r.epochs > 1:
+            info.append(f"<b>epochs</b> {r.epochs}")
         cell_style = 'style="text-align:right;vertical-align:top;font-variant-numeric:tabular-nums;padding:2px 10px"'
         left = 'style="text-align:left;vertical-align:top;padding:2px 10px"'
         head = "".join(f"<th {cell_style}>{esc(m)}</th>" for m in models)

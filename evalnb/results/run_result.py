@@ -27,8 +27,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from evalnb.results.judging import JudgeCostViews
-from evalnb.results.report_views import ReportViews
+from evalnb.results.judging import JudgeCosts
+from evalnb.results.report_views import Report
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,8 +48,19 @@ METRICS_COLUMNS = (
 _SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
 
 
+def _joined(pages: Iterable[Mapping[str, list[Any]]]) -> dict[str, list[Any]]:
+    """Pages of columns (`Store.column_pages`) as one dict of columns."""
+    from evalnb.store import SAMPLE_FIELDS
+
+    columns: dict[str, list[Any]] = {f: [] for f in SAMPLE_FIELDS}
+    for page in pages:
+        for field, values in page.items():
+            columns[field].extend(values)
+    return columns
+
+
 def _columns(samples: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """Sample dicts as the columns `Store.sample_columns` gives (missing fields are None)."""
+    """Sample dicts as the columns `Store.column_pages` gives (missing fields are None)."""
     from evalnb.store import SAMPLE_FIELDS
 
     columns: dict[str, list[Any]] = {f: [] for f in SAMPLE_FIELDS}
@@ -59,107 +70,7 @@ def _columns(samples: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
     return columns
 
 
-def _nan(value: float | None) -> float:
-    return math.nan if value is None else float(value)
-
-
-def _task_model_rows(
-    task: str, model: str, part: pd.DataFrame | None, specs: list[dict[str, Any]], columns: Mapping[str, str],
-    batch: Mapping[str, Any], batch_ids: list[str], *, epochs: int = 1, confidence: float = 0.95,
-    clusters: Mapping[tuple[str, int], Any] | None = None, cluster_by: str | None = None,
-    n_missing_field: int = 0, planned: int | None = None,
-) -> list[dict[str, Any]]:
-    """The metrics rows of one (task, model): sample metrics, then batch metrics over them.
-
-    Each item is reduced to one score first (its mean over epochs); with ``clusters`` the
-    stderr is the CR1 cluster-robust one over those item scores. ``n_unscored`` counts the
-    samples that neither failed nor have a value: the grader returned None/NaN for the
-    metric, or a stopped run never graded them. ``n_not_run`` counts the samples never run: those
-    marked so (a stopped model or task) and, against ``planned``, those a cancelled or
-    budget-stopped run never reached.
-    """
-    from evalnb.results import stats
-    from evalnb.results.epochs import item_values, pass_at_k_ks, pass_at_k_means
-
-    done = part[part["status"] == "completed"] if part is not None else None
-    n_done = 0 if done is None else int(done["sample_index"].nunique())
-    ks = pass_at_k_ks(epochs)
-    if part is None:
-        failed = kept = None
-        n_failed = n_marked = 0
-    else:
-        failed = part["status"] == "failed"
-        not_run = part["status"] == "not_run"
-        kept = part[~failed & ~not_run]  # scored or unscored
-        n_failed, n_marked = int(failed.sum()), int(not_run.sum())
-    stored = 0 if part is None else len(part)
-    n_not_run = n_marked + (max(planned - stored, 0) if planned is not None else 0)
-    base = {"task_id": task, "model": model, "n_failed": n_failed, "n_not_run": n_not_run,
-            "n_missing_field": n_missing_field,
-            "epochs": epochs, "stderr": math.nan, "ci_low": math.nan, "ci_high": math.nan, "aggregation": "mean",
-            "error": None, "n_clusters": None, **{f"pass_at_{k}": math.nan for k in ks}}
-    better = {spec["id"]: bool(spec["higher_is_better"]) for spec in specs}
-    rows: dict[str, dict[str, Any]] = {}
-    for spec in specs:
-        metric = spec["id"]
-        values = item_values(done, columns[metric], epochs) if done is not None and metric in columns else None
-        if clusters is None or spec["aggregation"] == "none":
-            summary = stats.summarize([] if values is None else values.tolist(), aggregation=spec["aggregation"],
-                                      confidence=confidence)
-            n_clusters = summary.n
-        else:
-            summary = _clustered(task, model, metric, values, clusters, cluster_by, confidence)
-            n_clusters = summary.n_clusters
-        rows[metric] = {**base, "metric": metric, "n": summary.n, "n_unscored": _unscored(kept, columns.get(metric)),
-                        "mean": _nan(summary.mean),
-                        "stderr": _nan(summary.stderr), "ci_low": _nan(summary.ci_low), "ci_high": _nan(summary.ci_high),
-                        "higher_is_better": better[metric], "aggregation": spec["aggregation"], "source": "samples",
-                        "n_clusters": n_clusters}
-        if ks and values is not None:
-            rows[metric].update({f"pass_at_{k}": v for k, v in pass_at_k_means(done, columns[metric], ks).items()})
-    n_ungraded = 0 if kept is None else int((kept["status"] != "completed").sum())
-    for metric, value in (batch.get("metrics") or {}).items():  # final task metrics win
-        rows[metric] = {**base, "metric": metric, "n": n_done, "n_unscored": n_ungraded, "source": "batch",
-                        "mean": _nan(value if isinstance(value, (int, float)) else None),
-                        "higher_is_better": better.get(metric, True)}
-    if batch.get("error"):
-        for metric in [] if rows else batch_ids:  # failed before reporting: the metrics other models got
-            rows[metric] = {**base, "metric": metric, "n": 0, "n_unscored": 0 if kept is None else len(kept),
-                            "mean": math.nan,
-                            "source": "batch", "higher_is_better": better.get(metric, True)}
-        for row in rows.values():
-            row["error"] = batch["error"]
-    return list(rows.values())
-
-
-def _unscored(kept: pd.DataFrame | None, column: str | None) -> int:
-    """Samples that did not fail but have no value in ``column``: not graded, or graded None/NaN."""
-    if kept is None:
-        return 0
-    if column is None:
-        return len(kept)
-    return int(((kept["status"] != "completed") | kept[column].isna()).sum())
-
-
-def _clustered(task: str, model: str, metric: str, values: pd.Series | None,
-               clusters: Mapping[tuple[str, int], Any], cluster_by: str | None, confidence: float) -> Any:
-    """`clustered_summary` of one metric's item scores, with an error that names where it failed."""
-    from evalnb.results.clustered import clustered_summary
-
-    if values is None:
-        return clustered_summary([], [], confidence=confidence)
-    present = values.dropna()
-    labels = [clusters[(task, int(i))] for i in present.index]
-    found = set(labels)
-    if len(present) and len(found) < 2:
-        raise ValueError(
-            f"task {task!r}, model {model!r}, metric {metric!r}: all {len(present)} scored items have the same "
-            f"{cluster_by!r} ({next(iter(found))!r}); clustered errors need at least 2 clusters"
-        )
-    return clustered_summary(present.tolist(), labels, confidence=confidence)
-
-
-class RunResult(JudgeCostViews, ReportViews):
+class RunResult:
     """The results of one run: `samples`, `scores` and `metrics` DataFrames, `paired`, `compare`.
 
     `RunResult(store, run_id)` reads a stored run (`store` may also be a path, or None for the
@@ -174,6 +85,7 @@ class RunResult(JudgeCostViews, ReportViews):
         self._sample_source: Iterable[Mapping[str, Any]] | None = None
         self.interrupted = False  # set by the run that made it: stopped by Ctrl-C / a cancelled task
         self._load()
+        self._helpers()
 
     @classmethod
     def from_data(
@@ -194,7 +106,14 @@ class RunResult(JudgeCostViews, ReportViews):
         self._manifest = dict(manifest) if manifest is not None else None
         self._task_metrics = [dict(t) for t in task_metrics or []]
         self._sample_source = list(samples)
+        self._helpers()
         return self
+
+    def _helpers(self) -> None:
+        """The objects this result owns: its judge/cost views and its report (fresh on refresh)."""
+        self._judging = JudgeCosts(self._store, self._run_id, self._run, frames=self._cost_frame,
+                                   lean=lambda: self._lean, models=lambda: self.models)
+        self._report = Report(self)
 
     def _load(self) -> None:
         from evalnb.store import UnknownSuiteError
@@ -211,8 +130,9 @@ class RunResult(JudgeCostViews, ReportViews):
         """Read the run again (for a run still in progress); returns self."""
         if self._store is not None:
             self._load()
-        for name in ("samples", "scores", "metrics", "metric_columns", "_frame", "_lean", "judge_calls", "costs"):
+        for name in ("samples", "scores", "metrics", "metric_columns", "_frame", "_lean"):
             self.__dict__.pop(name, None)
+        self._helpers()
         return self
 
     # ---- the run record -------------------------------------------------------------------------
@@ -283,7 +203,8 @@ class RunResult(JudgeCostViews, ReportViews):
         """
         if self._store is None:  # from_data: the samples are in memory anyway
             frame, columns = self._frame
-            return frame[["task_id", "model", "sample_index", "epoch", "status", *columns.values()]], columns
+            flag = ["missing_field"] if "missing_field" in frame.columns else []
+            return frame[["task_id", "model", "sample_index", "epoch", "status", *flag, *columns.values()]], columns
         frame, columns, self._score_keys = lean_frame(self._store, self._run_id, self._manifest)
         return self._run_order(frame), columns
 
@@ -318,8 +239,8 @@ class RunResult(JudgeCostViews, ReportViews):
         else:
             assert self._store is not None
             columns = self._lean[1]
-            cols = self._store.sample_columns(self._run_id)
-        frame = self._run_order(samples_frame(cols, columns, self._judge_costs()))
+            cols = _joined(self._store.column_pages(self._run_id, batch_size=5000))
+        frame = self._run_order(samples_frame(cols, columns, self._judging.cost_by_sample()))
         self._cached_input = frame.pop("_cached_input").to_numpy()
         return frame, columns
 
@@ -329,46 +250,53 @@ class RunResult(JudgeCostViews, ReportViews):
         For a run too big for one frame (a million samples of `samples` take ~1.5 GB): each
         page is read from the store when it is reached, one (task, model) at a time.
         """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         if self._store is None:
             frame = self.samples
             for start in range(0, len(frame), batch_size):
                 yield frame.iloc[start:start + batch_size].reset_index(drop=True)
             return
-        from evalnb.store import SAMPLE_FIELDS
-
-        columns = self._lean[1]
         for task in self.task_ids:
             for model in self.models:
-                for page in self._store.column_pages(self._run_id, SAMPLE_FIELDS, task_id=task, model=model,
-                                                     batch_size=batch_size):
-                    yield samples_frame(page, columns, self._judge_costs()).drop(columns="_cached_input")
+                for page in self._store.column_pages(self._run_id, task_id=task, model=model, batch_size=batch_size):
+                    yield self._page_frame(page)
+
+    def _page_frame(self, page: Mapping[str, list[Any]]) -> pd.DataFrame:
+        return samples_frame(page, self._lean[1], self._judging.cost_by_sample()).drop(columns="_cached_input")
 
     def samples_page(self, page: int, page_size: int = 10_000) -> pd.DataFrame:
-        """Rows ``page * page_size`` to ``(page + 1) * page_size`` of `samples`, read alone."""
+        """Rows ``page * page_size`` to ``(page + 1) * page_size`` of `samples`, read alone.
+
+        The lean frame (keys in `samples` order, already read for `metrics`) says which sample
+        starts the page; the store is then read from that key on (keyset seek), so a page deep
+        in a big run costs what the first one does.
+        """
         import pandas as pd
 
         if isinstance(page, bool) or not isinstance(page, int) or page < 0:
             raise ValueError(f"page must be an integer >= 0, got {page!r}")
         if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
             raise ValueError(f"page_size must be a positive integer, got {page_size!r}")
-        start, parts, seen = page * page_size, [], 0
-        for frame in self.iter_samples(batch_size=page_size):
-            end = seen + len(frame)
-            if end > start:
-                parts.append(frame.iloc[max(0, start - seen):start + page_size - seen])
-                if sum(len(p) for p in parts) >= page_size:
-                    break
-            seen = end
-        if not parts:
-            return self.samples.iloc[0:0] if self._store is None else samples_frame(
-                {f: [] for f in self._frame_fields()}, self._lean[1]).drop(columns="_cached_input")
+        start = page * page_size
+        if self._store is None:
+            return self.samples.iloc[start:start + page_size].reset_index(drop=True)
+        lean = self._lean[0]
+        keys = lean.iloc[start:start + page_size]
+        if keys.empty:
+            from evalnb.store import SAMPLE_FIELDS
+
+            return self._page_frame({f: [] for f in SAMPLE_FIELDS})
+        parts = []
+        for (task, model), part in keys.groupby(["task_id", "model"], sort=False):
+            at = int(part.index[0])
+            after = None
+            if at > 0 and lean["task_id"].iat[at - 1] == task and lean["model"].iat[at - 1] == model:
+                after = (int(lean["sample_index"].iat[at - 1]), int(lean["epoch"].iat[at - 1]))  # seek past it
+            pages = self._store.column_pages(self._run_id, task_id=task, model=model, after=after,
+                                             batch_size=len(part))
+            parts.append(self._page_frame(next(pages)))
         return pd.concat(parts, ignore_index=True).iloc[:page_size]
-
-    @staticmethod
-    def _frame_fields() -> tuple[str, ...]:
-        from evalnb.store import SAMPLE_FIELDS
-
-        return SAMPLE_FIELDS
 
     @cached_property
     def samples(self) -> pd.DataFrame:
@@ -434,35 +362,61 @@ class RunResult(JudgeCostViews, ReportViews):
         """
         return self._metrics_table().drop(columns="n_clusters")
 
-    def summarize(self, *, cluster_by: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
-        """The `metrics` table at another ``confidence``, or with errors clustered by a row field.
+    def summarize(self, *, task_id: str | Iterable[str] | None = None, cluster_by: str | None = None,
+                  confidence: float = 0.95) -> pd.DataFrame:
+        """The `metrics` table of some tasks, at another ``confidence``, or with errors clustered by a row field.
 
-        ``cluster_by``: a field of the untouched dataset row (a dotted path such as
-        ``"meta.passage_id"`` is allowed) shared by items that are not independent, e.g. the
-        passage several questions are asked about. The stderr is then the CR1 cluster-robust
-        one over item scores, ``sqrt(G/(G-1) · Σ_g (Σ_{i∈g}(s_i − s̄))²) / n``, and the interval
-        ``mean ± t_{G−1} · stderr`` (clipped to [0, 1] for scores in [0, 1]). Column
+        ``task_id``: one task id or several (default: every task); an unknown id is a ValueError
+        naming the run's tasks. ``cluster_by``: a field of the untouched dataset row (a dotted
+        path such as ``"meta.passage_id"`` is allowed) shared by items that are not independent,
+        e.g. the passage several questions are asked about. The stderr is then the CR1
+        cluster-robust one over item scores, ``sqrt(G/(G-1) · Σ_g (Σ_{i∈g}(s_i − s̄))²) / n``, and
+        the interval ``mean ± t_{G−1} · stderr`` (clipped to [0, 1] for scores in [0, 1]). Column
         ``n_clusters`` gives G (= n without clustering). ``summarize()`` is `metrics` plus
-        ``n_clusters``. A row without the field, or a task whose items share one cluster,
-        is a ValueError naming the task and row.
+        ``n_clusters``. Clustering applies to the tasks whose rows all have the field: any other
+        task keeps its ordinary errors, gets ``n_clusters`` <NA>, and a warning names it and why
+        (``table.attrs["unclustered"]``: task -> reason). A field no chosen task has, or a task
+        whose items share one cluster, is a ValueError naming the task and row.
         """
-        from evalnb.results.clusters import check_path
-        from evalnb.results.stats import _check_confidence
+        from evalnb.results.cluster_labels import check_path
+        from evalnb.results.stats import check_confidence
 
-        _check_confidence(confidence)
-        clusters = None
+        check_confidence(confidence)
+        tasks = self._chosen_tasks(task_id)
+        clusters, unclustered = None, {}
         if cluster_by is not None:
             check_path(cluster_by)
-            clusters = self._cluster_keys(cluster_by)
-        return self._metrics_table(confidence=confidence, clusters=clusters, cluster_by=cluster_by)
+            clusters, unclustered = self._cluster_keys(cluster_by, tasks)
+        table = self._metrics_table(confidence=confidence, clusters=clusters, cluster_by=cluster_by, tasks=tasks,
+                                    unclustered=unclustered)
+        table.attrs["unclustered"] = dict(unclustered)
+        return table
+
+    def _chosen_tasks(self, task_id: str | Iterable[str] | None) -> list[str]:
+        """The tasks ``task_id`` names (one id or several), in run order; unknown ids are a ValueError."""
+        known = self.task_ids
+        if task_id is None:
+            return known
+        wanted = [task_id] if isinstance(task_id, str) else list(task_id)
+        if not wanted or not all(isinstance(t, str) for t in wanted):
+            raise ValueError(f"task_id must be a task id or a list of them, got {task_id!r}; "
+                             f"the run's tasks: {', '.join(map(repr, known)) or 'none'}")
+        unknown = [t for t in wanted if t not in known]
+        if unknown:
+            raise ValueError(f"unknown task_id {', '.join(map(repr, unknown))}; "
+                             f"the run's tasks: {', '.join(map(repr, known)) or 'none'}")
+        return [t for t in known if t in set(wanted)]
 
     def _metrics_table(self, *, confidence: float = 0.95, clusters: Mapping[tuple[str, int], Any] | None = None,
-                       cluster_by: str | None = None) -> pd.DataFrame:
+                       cluster_by: str | None = None, tasks: list[str] | None = None,
+                       unclustered: Mapping[str, str] | None = None) -> pd.DataFrame:
         import pandas as pd
 
         from evalnb.results.epochs import pass_at_k_ks
+        from evalnb.results.metrics_table import task_model_rows
 
         frame, columns = self._lean
+        unclustered = unclustered or {}
         missing = self._missing_field_counts()
         planned = (self._run.get("summary") or {}).get("planned") or {}
         specs = self._specs()
@@ -474,14 +428,19 @@ class RunResult(JudgeCostViews, ReportViews):
             ids.extend(k for k in entry.get("metrics") or {} if k not in ids)
         groups = dict(iter(frame.groupby(["task_id", "model"], sort=False)))
         rows: list[dict[str, Any]] = []
-        for task in self.task_ids:
+        for task in self.task_ids if tasks is None else tasks:
             for model in self.models:
                 part = groups.get((task, model))
-                rows.extend(_task_model_rows(task, model, part, specs.get(task, []), columns,
-                                             batch.get((task, model)) or {}, batch_ids.get(task) or ["score"],
-                                             epochs=epochs, confidence=confidence, clusters=clusters,
-                                             cluster_by=cluster_by, n_missing_field=missing.get((task, model), 0),
-                                             planned=(planned.get(task) or {}).get(model)))
+                found = task_model_rows(task, model, part, specs.get(task, []), columns,
+                                        batch.get((task, model)) or {}, batch_ids.get(task) or ["score"],
+                                        epochs=epochs, confidence=confidence,
+                                        clusters=None if task in unclustered else clusters,
+                                        cluster_by=cluster_by, n_missing_field=missing.get((task, model), 0),
+                                        planned=(planned.get(task) or {}).get(model))
+                if task in unclustered:
+                    for row in found:
+                        row["n_clusters"] = None
+                rows.extend(found)
         order = list(METRICS_COLUMNS)
         order.insert(order.index("n") + 1, "n_clusters")
         order += [f"pass_at_{k}" for k in pass_at_k_ks(epochs)]
@@ -494,33 +453,59 @@ class RunResult(JudgeCostViews, ReportViews):
                              "ci_high": "float64", "higher_is_better": "bool"})
 
     # ---- comparisons ----------------------------------------------------------------------------
-    def _clusters(self, cluster_by: str | None) -> dict[tuple[str, int], Any] | None:
+    def _clusters(self, cluster_by: str | None, tasks: list[str]) -> tuple[dict[tuple[str, int], Any] | None, dict[str, str]]:
         if cluster_by is None:
-            return None
-        return self._cluster_keys(cluster_by)
+            return None, {}
+        return self._cluster_keys(cluster_by, tasks)
 
-    def _row_pages(self, status: str | None = None) -> Iterator[pd.DataFrame]:
-        """(task_id, model, sample_index, status, dataset_row) of the samples, a page at a time."""
+    def _row_pages(self, status: str | None = None, tasks: list[str] | None = None) -> Iterator[pd.DataFrame]:
+        """(task_id, model, sample_index, status, dataset_row) of the samples of ``tasks``, a page at a time."""
         import pandas as pd
 
+        fields = ["task_id", "model", "sample_index", "status", "dataset_row"]
         if self._store is None:
             frame = self._frame[0]
             part = frame if status is None else frame[frame["status"] == status]
-            yield part[["task_id", "model", "sample_index", "status", "dataset_row"]]
+            if tasks is not None:
+                part = part[part["task_id"].isin(tasks)]
+            yield part[fields]
             return
-        fields = ["task_id", "model", "sample_index", "status", "dataset_row"]
-        for page in self._store.column_pages(self._run_id, fields, status=status):
-            yield pd.DataFrame(page)
+        for task in self.task_ids if tasks is None else tasks:
+            for page in self._store.column_pages(self._run_id, fields, task_id=task, status=status):
+                yield pd.DataFrame(page)
 
-    def _cluster_keys(self, cluster_by: str) -> dict[tuple[str, int], Any]:
-        from evalnb.results.clusters import cluster_keys
+    def _cluster_keys(self, cluster_by: str, tasks: list[str]) -> tuple[dict[tuple[str, int], Any], dict[str, str]]:
+        """(task, index) -> cluster for the ``tasks`` whose rows have ``cluster_by``, and task -> why
+        not for the others (warned once). No task with the field at all is a ValueError."""
+        import warnings
+
+        from evalnb.results.cluster_labels import cluster_keys, clustered_only
 
         keys: dict[tuple[str, int], Any] = {}
-        for page in self._row_pages("completed"):
-            keys.update(cluster_keys(page, cluster_by))
-        return keys
+        problems: dict[str, str] = {}
+        for page in self._row_pages("completed", tasks):
+            cluster_keys(page, cluster_by, keys, problems)
+        keys = clustered_only(keys, problems)
+        if problems and not keys:
+            raise ValueError(problems[min(problems)])  # the first task in store order
+        if problems:
+            left = "; ".join(problems.values())
+            warnings.warn(f"cluster_by={cluster_by!r} left task(s) {', '.join(map(repr, problems))} unclustered "
+                          f"(ordinary errors; n_clusters <NA>): {left}", UserWarning, stacklevel=3)
+        return keys, problems
 
     def _missing_field_counts(self) -> dict[tuple[str, str], int]:
+        """(task, model) -> samples whose prompt named a field their row lacks (`n_missing_field`).
+
+        The one place this count comes from: the store's per-sample ``missing_field`` column
+        (recorded when the prompt was rendered) as read into the lean frame; only samples
+        stored before that column existed (NaN there) are worked out from their rows.
+        """
+        frame = self._lean[0]
+        if "missing_field" in frame.columns and frame["missing_field"].notna().all():
+            sums = frame.groupby(["task_id", "model"], sort=False)["missing_field"].sum()
+            return {key: int(n) for key, n in sums.items() if n}
+        # a run stored before the store recorded the flag: worked out from its rows (decoded)
         from evalnb.results.missing import missing_field_counts
 
         counts: dict[tuple[str, str], int] = {}
@@ -534,7 +519,7 @@ class RunResult(JudgeCostViews, ReportViews):
         model_a: str,
         model_b: str,
         *,
-        task_id: str | None = None,
+        task_id: str | Iterable[str] | None = None,
         metric: str | None = None,
         n_resamples: int = 2000,
         seed: int = 0,
@@ -544,15 +529,21 @@ class RunResult(JudgeCostViews, ReportViews):
 
         Bootstrap interval, t stderr and, for 0/1 metrics, exact McNemar (see
         `evalnb.results.comparison.paired`); `metric=None` takes each task's first metric.
+        ``task_id``: one task or several (an unknown id is a ValueError naming the run's tasks).
         With epochs, each item's score is its mean over epochs. ``cluster_by`` (a dataset-row
-        field, as in `summarize`) clusters the per-item differences: CR1 stderr, a t_{G-1}
-        interval and an ``n_clusters`` column. A batch-grader metric has no per-item scores: its
-        row says so in ``note`` (and asking for it alone is a ValueError saying so).
+        field, as in `summarize`) clusters the per-item differences of the tasks whose rows have
+        it: CR1 stderr, a t_{G-1} interval and an ``n_clusters`` column; a task whose rows lack
+        it keeps ordinary statistics and says so in ``note`` (with a warning). A batch-grader
+        metric has no per-item scores: its row says so in ``note`` (and asking for it alone is a
+        ValueError saying so).
         """
         from evalnb.results.comparison import paired
 
-        return paired(self.scores, model_a, model_b, task_id=task_id, metric=metric, n_resamples=n_resamples,
-                      seed=seed, clusters=self._clusters(cluster_by), batch_metrics=self._batch_metrics())
+        tasks = self._chosen_tasks(task_id)
+        clusters, unclustered = self._clusters(cluster_by, tasks)
+        return paired(self.scores, model_a, model_b, task_id=_as_given(task_id, tasks), metric=metric,
+                      n_resamples=n_resamples, seed=seed, clusters=clusters, batch_metrics=self._batch_metrics(),
+                      unclustered=_reasons(unclustered))
 
     def _batch_metrics(self) -> set[tuple[str, str]]:
         """(task_id, metric) of task-level metrics: a batch grader's, reported or declared."""
@@ -569,7 +560,7 @@ class RunResult(JudgeCostViews, ReportViews):
         self,
         models: list[str] | None = None,
         *,
-        task_id: str | None = None,
+        task_id: str | Iterable[str] | None = None,
         metric: str | None = None,
         n_resamples: int = 2000,
         seed: int = 0,
@@ -579,14 +570,19 @@ class RunResult(JudgeCostViews, ReportViews):
 
         With three or more models, read ``p_holm``: it is adjusted over all the pairs of a
         (task, metric), so a "best model" claim that survives it holds across the comparisons.
+        ``task_id`` and ``cluster_by`` as in `paired`.
         """
         from evalnb.results.comparison import paired_all
 
-        return paired_all(self.scores, models if models is not None else self.models, task_id=task_id, metric=metric,
-                          n_resamples=n_resamples, seed=seed, clusters=self._clusters(cluster_by),
-                          batch_metrics=self._batch_metrics())
+        tasks = self._chosen_tasks(task_id)
+        clusters, unclustered = self._clusters(cluster_by, tasks)
+        return paired_all(self.scores, models if models is not None else self.models,
+                          task_id=_as_given(task_id, tasks), metric=metric, n_resamples=n_resamples,
+                          seed=seed, clusters=clusters, batch_metrics=self._batch_metrics(),
+                          unclustered=_reasons(unclustered))
 
-    def diff(self, baseline: RunResult, *, confidence: float = 0.95, cluster_by: str | None = None) -> pd.DataFrame:
+    def diff(self, baseline: RunResult, *, task_id: str | Iterable[str] | None = None, confidence: float = 0.95,
+             cluster_by: str | None = None) -> pd.DataFrame:
         """This run against ``baseline`` (an earlier run of the same tasks), item by item.
 
         One row per (task_id, model, metric) in both runs; items pair by (task_id, model label,
@@ -595,21 +591,89 @@ class RunResult(JudgeCostViews, ReportViews):
         ci_low, ci_high (mean_diff ± t_{n−1} · stderr), n_fixed (0 in the baseline, 1 here),
         n_broken (the reverse), mcnemar_p (exact, 0/1 metrics; NaN otherwise) and mde, the
         smallest true difference these pairs detect with 80% power at α = 0.05
-        (2.8016 · stderr). With epochs an item's score is its mean over epochs. ``cluster_by``
-        clusters the differences by a dataset-row field (CR1 stderr, t_{G−1}, ``n_clusters``).
+        (2.8016 · stderr). With epochs an item's score is its mean over epochs. ``task_id``: one
+        task or several of this run. ``cluster_by`` clusters the differences by a dataset-row
+        field (CR1 stderr, t_{G−1}, ``n_clusters``) for the tasks whose rows have it; the others
+        keep ordinary errors with ``n_clusters`` <NA> (and a warning).
         """
         from evalnb.results.diff import diff_scores
 
         if not isinstance(baseline, RunResult):
             raise TypeError(f"diff() needs the baseline RunResult (e.g. evalnb.load_run(run_id)), "
                             f"got {type(baseline).__name__}")
-        return diff_scores(self.scores, baseline.scores, confidence=confidence, clusters=self._clusters(cluster_by))
+        tasks = self._chosen_tasks(task_id)
+        clusters, unclustered = self._clusters(cluster_by, tasks)
+        mine, theirs = self.scores, baseline.scores
+        if task_id is not None:
+            mine, theirs = mine[mine["task_id"].isin(tasks)], theirs[theirs["task_id"].isin(tasks)]
+        return diff_scores(mine, theirs, confidence=confidence, clusters=clusters, unclustered=set(unclustered))
 
     def compare(self, **options: Any) -> go.Figure:
         """The default Plotly comparison: metric by model with 95% intervals (`evalnb.plots.compare`)."""
         from evalnb.plots import compare
 
-        return compare(self.metrics, self.scores, self.samples, **options)
+        return compare(self.metrics, **options)
+
+    # ---- judge calls and costs (`judging.JudgeCosts`) ------------------------------------------
+    @property
+    def judge_calls(self) -> pd.DataFrame:
+        """Every model call the run's graders made: task_id, model, sample_index, epoch, call, kind,
+        judge_model, request (the body as sent), output_text, usage, input_tokens, output_tokens,
+        latency_s, cost_usd, cached (answered from the store), reply (the whole reply).
+
+        One row per call, in sample order; a batch grader's calls have sample_index <NA>.
+        """
+        return self._judging.judge_calls
+
+    @property
+    def costs(self) -> pd.DataFrame:
+        """Per (task_id, model, role): calls, cached, input_tokens, cached_input_tokens,
+        output_tokens, cost_usd, billed_model. ``role`` is ``candidate`` (the model's own calls)
+        or ``judge`` (its samples' grader calls, costed at the judge's price); see
+        `evalnb.results.costs.costs_frame`."""
+        return self._judging.costs
+
+    @property
+    def cost_usd(self) -> float:
+        """USD the run's recorded calls cost, candidates and judges (calls without a price count 0)."""
+        return self._judging.cost_usd
+
+    def judge_agreement(self, labels: Any, *, metric: str) -> pd.DataFrame:
+        """How far the judge's ``metric`` agrees with people's ``labels`` on the same answers.
+
+        ``labels``: a DataFrame with ``task_id, sample_index, label`` (a person's score for the
+        model's answer, on the metric's scale), plus ``model`` when the run has several models
+        (and ``epoch`` for a run with epochs; default 0). Returns one row per (task_id, model):
+        n (answers both scored), n_unscored (labelled but not scored by the judge), accuracy with
+        its 95% Wilson interval (ci_low, ci_high), cohen_kappa and confusion ({label: {judged:
+        count}}; `evalnb.plots.judge_confusion` draws it). Labels for samples the run does not
+        have are a ValueError naming them.
+        """
+        return self._judging.judge_agreement(labels, metric=metric)
+
+    def _cost_frame(self) -> tuple[pd.DataFrame, Any]:
+        """(frame with the cost columns, cached input tokens per row) for `costs`: the samples
+        frame when it is built anyway, else only those columns read from the store."""
+        if self._store is None or "_frame" in self.__dict__:
+            return self._frame[0], self._cached_input
+        from evalnb.results.costs import cost_columns
+
+        fields = ["task_id", "model", "cached", "output_text", "usage", "cost_usd"]
+        store, run_id = self._store, self._run_id
+        return cost_columns(page for task in self.task_ids for model in self.models  # in run order
+                            for page in store.column_pages(run_id, fields, task_id=task, model=model))
+
+    # ---- the report (`report_views.Report`) -----------------------------------------------------
+    def summary(self) -> str:
+        """A plain-text report: the run line, then mean [95% CI] (n) per task x metric x model."""
+        return self._report.summary()
+
+    def __str__(self) -> str:
+        return self._report.summary()
+
+    def _repr_html_(self) -> str:
+        """A static table (inline styles only, no scripts): reads the same in Jupyter and in exported HTML."""
+        return self._report.html()
 
     # ---- export and display ---------------------------------------------------------------------
     def to_records(self, what: str = "samples") -> list[dict[str, Any]]:
@@ -662,7 +726,7 @@ class RunResult(JudgeCostViews, ReportViews):
                 suite = Suite.from_dict(self._manifest, base_dir=base_dir)
             except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
                 suite = None
-        frame = self._with_judge_calls(self._one_epoch(epoch))
+        frame = self._judging.with_judge_calls(self._one_epoch(epoch))
         if baseline is None:
             return browse(frame, suite=suite, filter=filter, models=models)
         from evalnb.results.diff import changed_items
@@ -687,6 +751,16 @@ class RunResult(JudgeCostViews, ReportViews):
         if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch < self.epochs:
             raise ValueError(f"epoch must be an integer from 0 to {self.epochs - 1}, got {epoch!r}")
         return frame[frame["epoch"] == epoch]
+
+
+def _as_given(task_id: str | Iterable[str] | None, tasks: list[str]) -> str | list[str] | None:
+    """``task_id`` as the comparison tables take it: None, the one id as given, or the checked list."""
+    return task_id if task_id is None or isinstance(task_id, str) else tasks
+
+
+def _reasons(unclustered: Mapping[str, str]) -> dict[str, str]:
+    """task -> the ``note`` a paired row of an unclustered task carries."""
+    return {task: f"not clustered: {reason}" for task, reason in unclustered.items()}
 
 
 def _plain(value: Any) -> Any:

@@ -44,9 +44,15 @@ __all__ = [
     "McNemar",
     "PairedSummary",
     "Summary",
+    "as_value",
+    "bootstrap_interval",
+    "bootstrap_means",
+    "check_confidence",
+    "check_resamples",
     "holm",
     "mcnemar_exact",
     "mcnemar_from_counts",
+    "mean_sd",
     "min_detectable_effect",
     "min_detectable_effect_proportion",
     "normal_quantile",
@@ -58,6 +64,7 @@ __all__ = [
     "sample_size",
     "sample_size_proportion",
     "summarize",
+    "t_interval",
     "t_quantile",
     "t_two_sided_p",
     "wilson_interval",
@@ -137,7 +144,7 @@ class Bootstrap(NamedTuple):
 # --------------------------------------------------------------------------- value cleaning
 
 
-def _as_value(value: Any, where: object) -> float | None:
+def as_value(value: Any, where: object) -> float | None:
     """A metric value as float, or None when missing (None, NaN, pandas NA)."""
     if value is None or type(value).__name__ == "NAType":
         return None
@@ -151,24 +158,39 @@ def _as_value(value: Any, where: object) -> float | None:
     return number
 
 
-def _check_confidence(confidence: float) -> float:
+def check_confidence(confidence: float) -> float:
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
     return confidence
 
 
-def _mean_sd(values: Sequence[float]) -> tuple[float, float | None]:
-    """Mean and sample SD (ddof=1; None for one value), two-pass with fsum for accuracy."""
+def check_resamples(n_resamples: Any) -> int:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    return n_resamples
+
+
+def mean_sd(values: Sequence[float] | Any) -> tuple[float, float | None]:
+    """Mean and sample SD (ddof=1; None for one value), two-pass with fsum for accuracy.
+
+    ``values``: a non-empty sequence of floats or a float numpy array (same numbers either way).
+    """
     n = len(values)
+    if hasattr(values, "dtype"):  # numpy: the same sums, without a Python loop per value
+        if values.min() == values.max():
+            return float(values[0]), (None if n < 2 else 0.0)
+        mean = math.fsum(values.tolist()) / n
+        return mean, math.sqrt(math.fsum(((values - mean) ** 2).tolist()) / (n - 1))
     if min(values) == max(values):  # exact, where fsum(x)/n can be off by an ulp
         return values[0], (None if n < 2 else 0.0)
     mean = math.fsum(values) / n
     return mean, math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
 
 
-def _t_interval(
+def t_interval(
     mean: float, stderr: float | None, n: int, confidence: float
 ) -> tuple[float | None, float | None]:
+    """``mean ± t_{n-1} · stderr`` (None without a stderr; the mean itself when it is 0)."""
     if stderr is None:
         return None, None
     if stderr == 0.0:
@@ -189,23 +211,49 @@ def summarize(
     """n, mean, stderr and a ``confidence`` interval of one metric (see the module docstring)."""
     if aggregation not in ("mean", "none"):
         raise ValueError(f"aggregation must be 'mean' or 'none', got {aggregation!r}")
-    _check_confidence(confidence)
-    present = [v for i, raw in enumerate(values) if (v := _as_value(raw, i)) is not None]
+    check_confidence(confidence)
+    if hasattr(values, "dtype") and getattr(values.dtype, "kind", "") == "f":  # a float numpy array
+        present = _present_array(values)
+    else:
+        present = [v for i, raw in enumerate(values) if (v := as_value(raw, i)) is not None]
     n = len(present)
     if aggregation == "none" or n == 0:
         return Summary(n, None, None, None, None)
-    mean, sd = _mean_sd(present)
+    mean, sd = mean_sd(present)
     stderr = None if sd is None else sd / math.sqrt(n)
-    if all(v == 0.0 or v == 1.0 for v in present):
+    if _all_binary(present):
         z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
-        low, high = wilson_interval(sum(present), n, z=z)
+        low, high = wilson_interval(float(present.sum()) if hasattr(present, "dtype") else sum(present), n, z=z)
         return Summary(n, mean, stderr, low, high, "wilson")
-    low, high = _t_interval(mean, stderr, n, confidence)
-    if low is not None and all(0.0 <= v <= 1.0 for v in present):
+    low, high = t_interval(mean, stderr, n, confidence)
+    if low is not None and _all_in_unit(present):
         # A score that lives in [0, 1] (a similarity, a partial credit) cannot have a mean
         # outside it: clip the t-interval there instead of reporting 1.006.
         low, high = max(0.0, low), min(1.0, high)
     return Summary(n, mean, stderr, low, high, None if low is None else "t")
+
+
+def _present_array(values: Any) -> Any:
+    """The non-NaN values of a float array (the list path's `as_value`: ±inf is a ValueError)."""
+    import numpy as np
+
+    present = values[~np.isnan(values)]
+    if np.isinf(present).any():
+        where = int(np.flatnonzero(np.isinf(values))[0])
+        raise ValueError(f"metric value at {where!r} is {float(values[where])}; values must be finite")
+    return present
+
+
+def _all_binary(present: Any) -> bool:
+    if hasattr(present, "dtype"):
+        return bool(((present == 0.0) | (present == 1.0)).all())
+    return all(v == 0.0 or v == 1.0 for v in present)
+
+
+def _all_in_unit(present: Any) -> bool:
+    if hasattr(present, "dtype"):
+        return bool(((present >= 0.0) & (present <= 1.0)).all())
+    return all(0.0 <= v <= 1.0 for v in present)
 
 
 def wilson_interval(successes: float, n: int, z: float = 1.96) -> Interval:
@@ -242,8 +290,8 @@ def _pair(a: Pairable, b: Pairable) -> tuple[list[tuple[float, float]], int, int
     if isinstance(a, Sequence) and isinstance(b, Sequence) and len(a) != len(b):
         raise ValueError(f"sequences pair by position but have lengths {len(a)} and {len(b)}")
     a_map, b_map = _as_mapping(a, "a"), _as_mapping(b, "b")
-    a_vals = {k: v for k, raw in a_map.items() if (v := _as_value(raw, k)) is not None}
-    b_vals = {k: v for k, raw in b_map.items() if (v := _as_value(raw, k)) is not None}
+    a_vals = {k: v for k, raw in a_map.items() if (v := as_value(raw, k)) is not None}
+    b_vals = {k: v for k, raw in b_map.items() if (v := as_value(raw, k)) is not None}
     common = [k for k in a_vals if k in b_vals]
     try:
         common.sort()  # type: ignore[call-arg]
@@ -255,14 +303,14 @@ def _pair(a: Pairable, b: Pairable) -> tuple[list[tuple[float, float]], int, int
 
 def paired_difference(a: Pairable, b: Pairable, *, confidence: float = 0.95) -> PairedSummary:
     """Mean per-item difference a - b with a Student-t interval on the differences."""
-    _check_confidence(confidence)
+    check_confidence(confidence)
     pairs, a_only, b_only = _pair(a, b)
     if not pairs:
         return PairedSummary(0, None, None, None, None, a_only, b_only)
     diffs = [x - y for x, y in pairs]
-    mean, sd = _mean_sd(diffs)
+    mean, sd = mean_sd(diffs)
     stderr = None if sd is None else sd / math.sqrt(len(diffs))
-    low, high = _t_interval(mean, stderr, len(diffs), confidence)
+    low, high = t_interval(mean, stderr, len(diffs), confidence)
     return PairedSummary(len(diffs), mean, stderr, low, high, a_only, b_only)
 
 
@@ -280,37 +328,66 @@ def paired_bootstrap(
     pure-Python resampler (same method, different random stream). Fewer than two pairs give
     no interval: resampling one difference would only ever return that difference.
     """
-    _check_confidence(confidence)
-    if not isinstance(n_resamples, int) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    check_confidence(confidence)
+    check_resamples(n_resamples)
     pairs, _, _ = _pair(a, b)
     if not pairs:
         return Bootstrap(None, None, None)
     diffs = [x - y for x, y in pairs]
-    mean, _ = _mean_sd(diffs)
+    mean, _ = mean_sd(diffs)
     if len(diffs) < 2:
         return Bootstrap(mean, None, None)
     try:
-        means = _resample_means_numpy(diffs, n_resamples, seed)
+        import numpy as np
     except ImportError:
         means = _resample_means_python(diffs, n_resamples, seed)
-    means.sort()
-    alpha = 1.0 - confidence
-    return Bootstrap(mean, _percentile(means, alpha / 2), _percentile(means, 1 - alpha / 2))
+        means.sort()
+        alpha = 1.0 - confidence
+        return Bootstrap(mean, _percentile(means, alpha / 2), _percentile(means, 1 - alpha / 2))
+    low, high = bootstrap_interval(np.asarray(diffs, dtype=float), n_resamples, seed, confidence)
+    return Bootstrap(mean, low, high)
 
 
-def _resample_means_numpy(diffs: list[float], n_resamples: int, seed: int) -> list[float]:
+# Above this many distinct differences the resampler draws item indices instead of counts.
+_MAX_CATEGORIES = 256
+
+
+def bootstrap_means(diffs: Any, n_resamples: int, seed: int) -> Any:
+    """``n_resamples`` bootstrap means of the float array ``diffs`` (numpy; unsorted).
+
+    A resample of n items only matters through how many times it drew each distinct value, so
+    when the differences take few values (a 0/1 metric's are -1, 0 or 1) the counts are drawn
+    directly, ``Multinomial(n, share of each value)`` per resample: time per resample, not per
+    item, with exactly the distribution of the item resampler. Many distinct values (a float
+    metric) resample item indices as before. Deterministic given ``seed``.
+    """
     import numpy as np
 
     data = np.asarray(diffs, dtype=float)
     n = data.size
     rng = np.random.default_rng(seed)
+    values, first, counts = np.unique(data, return_index=True, return_counts=True)
+    if values.size <= _MAX_CATEGORIES:
+        # categories in order of first appearance: b - a then draws the same counts as a - b
+        # (for the negated values), so swapping the models mirrors the interval exactly
+        order = np.argsort(first)
+        drawn = rng.multinomial(n, counts[order] / n, size=n_resamples)
+        return drawn @ values[order] / n
     chunk = max(1, 1_000_000 // n)  # ~8 MB of indices per step: cache-friendly and fast
     out = []
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
         out.append(data[rng.integers(0, n, size=(rows, n))].mean(axis=1))
-    return np.concatenate(out).tolist()
+    return np.concatenate(out)
+
+
+def bootstrap_interval(diffs: Any, n_resamples: int, seed: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile interval of `bootstrap_means` (numpy's 'linear' percentile); needs 2+ values."""
+    import numpy as np
+
+    means = np.sort(bootstrap_means(diffs, n_resamples, seed))
+    alpha = 1.0 - confidence
+    return _percentile(means, alpha / 2), _percentile(means, 1 - alpha / 2)
 
 
 def _resample_means_python(diffs: list[float], n_resamples: int, seed: int) -> list[float]:
@@ -319,12 +396,12 @@ def _resample_means_python(diffs: list[float], n_resamples: int, seed: int) -> l
     return [math.fsum(rng.choices(diffs, k=n)) / n for _ in range(n_resamples)]
 
 
-def _percentile(sorted_values: list[float], q: float) -> float:
+def _percentile(sorted_values: Any, q: float) -> float:
     """Linear interpolation between order statistics (numpy's default 'linear' method)."""
     pos = q * (len(sorted_values) - 1)
     low = math.floor(pos)
     high = min(low + 1, len(sorted_values) - 1)
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (pos - low)
+    return float(sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (pos - low))
 
 
 # --------------------------------------------------------------------------- McNemar
@@ -387,7 +464,7 @@ def holm(p_values: Iterable[float | None]) -> list[float]:
     values = list(p_values)
     present: list[tuple[float, int]] = []
     for i, raw in enumerate(values):
-        p = _as_value(raw, i)
+        p = as_value(raw, i)
         if p is None:
             continue
         if not 0.0 <= p <= 1.0:

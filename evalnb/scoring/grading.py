@@ -168,7 +168,7 @@ def normalize_grade(value: Any, metric_id: str = "score", *, what: str = "grade"
         allowed = ", ".join(_GRADE_KEYS)
         return SampleGrade(error=f"{what} returned unexpected key(s) {', '.join(unknown)}; allowed: {allowed}")
     try:
-        scores = _score_map(value["scores"], "scores", allow_none=True)
+        scores = _score_map(value["scores"], "scores")
     except ValueError as exc:
         return SampleGrade(error=f"{what} returned {exc}")
     return SampleGrade(scores=scores, judge=value.get("judge"), metadata=value.get("metadata"))
@@ -192,7 +192,7 @@ def normalize_batch(
         found = f"unexpected key(s) {', '.join(unknown)}" if unknown else "a dict without 'metrics' or 'samples'"
         return BatchGrade(error=f"{what} returned {found}; allowed: {', '.join(_BATCH_KEYS)}")
     try:
-        raw = _score_map(value.get("metrics") or {}, "metrics", allow_none=True)
+        raw = _score_map(value.get("metrics") or {}, "metrics")
     except ValueError as exc:
         return BatchGrade(error=f"{what} returned {exc}")
     metrics = {key: score for key, score in raw.items() if score is not None}
@@ -239,7 +239,7 @@ def _score(value: Any) -> float | None:
     return score
 
 
-def _score_map(mapping: Any, name: str, *, allow_none: bool) -> dict[str, float | None]:
+def _score_map(mapping: Any, name: str) -> dict[str, float | None]:
     if not isinstance(mapping, dict):
         raise ValueError(f"'{name}' as {_describe(mapping)}; expected a dict of metric id -> number")
     out: dict[str, float | None] = {}

@@ -461,24 +461,4 @@ def _multi_row_sql(head: str, values: str, tail: str, n: int) -> str:
     return head + ", ".join([values] * n) + tail
 
 
-_TEXT_JOINS = {"prompt": "p", "dataset_row": "r", "prompt_text": "q"}  # field -> alias of its texts row
-SAMPLE_SELECT = (
-    f"SELECT {', '.join(f'{_TEXT_JOINS[f]}.body' if f in _TEXT_JOINS else f's.{f}' for f in SAMPLE_FIELDS)} "
-    "FROM samples s LEFT JOIN texts p ON p.hash = s.prompt_hash LEFT JOIN texts r ON r.hash = s.dataset_row_hash "
-    "LEFT JOIN texts q ON q.hash = s.prompt_text_hash"
-)
 JSON_FIELDS = ("scores", "judge", "error", "usage", "dataset_row")
-_JSON_POSITIONS = tuple(SAMPLE_FIELDS.index(f) for f in JSON_FIELDS)
-_CACHED_AT = SAMPLE_FIELDS.index("cached")
-
-
-def decode_sample(row: tuple[Any, ...]) -> dict[str, Any]:
-    """A `SAMPLE_SELECT` row as the sample dict the runner wrote."""
-    values = list(row)
-    for i in _JSON_POSITIONS:
-        if values[i] is not None:
-            values[i] = from_json(values[i])
-    cached = values[_CACHED_AT]
-    if cached is not None:
-        values[_CACHED_AT] = bool(cached)
-    return dict(zip(SAMPLE_FIELDS, values))

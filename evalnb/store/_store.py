@@ -8,16 +8,14 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalnb.errors import EvalnbError
 from evalnb.store._codec import (
     JSON_FIELDS,
     SAMPLE_FIELDS,
-    SAMPLE_SELECT,
     SAMPLE_STATUSES,
     SampleEncoder,
-    decode_sample,
     encode_output,
     from_json,
     to_json,
@@ -30,10 +28,7 @@ from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
 from evalnb.store._schema import connect, ensure_schema
 from evalnb.store._writer import StoreWriter
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-
+SCORE_PREFIX = "score:"  # `column_pages` field "score:<metric id>": one score, read by SQLite
 _IN_CHUNK = 500  # keys per IN (...) query: well under SQLite's variable limit
 
 
@@ -190,128 +185,129 @@ class Store(RunRecords, GradeReuse):
         """A group-committing background writer on its own connection (see `StoreWriter`)."""
         return StoreWriter(self._connect, self._redactor, run_id=run_id, **options)
 
-    def sample_columns(self, run_id: str, *, batch_size: int = 5000) -> dict[str, list[Any]]:
-        """Every sample of a run as columns (field -> list, in `iter_samples` order), JSON decoded.
-
-        What a results table needs, without a dict per sample: rows are read in batches and
-        transposed, so ~5x less Python work per sample than `iter_samples` for the same data.
-        """
-        columns: dict[str, list[Any]] = {f: [] for f in SAMPLE_FIELDS}
-        lists = [columns[f] for f in SAMPLE_FIELDS]
-        for rows in self._sample_pages("s.run_id = ?", [run_id], batch_size):
-            for target, values in zip(lists, zip(*rows)):
-                target.extend(values)
-        for field in JSON_FIELDS:
-            columns[field] = [None if v is None else from_json(v) for v in columns[field]]
-        return columns
-
     def column_pages(
-        self, run_id: str, fields: Iterable[str], *, task_id: str | None = None, model: str | None = None,
-        status: str | None = None, batch_size: int = 20_000,
+        self, run_id: str, fields: Iterable[str] = SAMPLE_FIELDS, *, task_id: str | None = None,
+        model: str | None = None, status: str | Iterable[str] | None = None, batch_size: int = 20_000,
+        after: tuple[int, int] | None = None,
     ) -> Iterator[dict[str, list[Any]]]:
-        """Some fields of a run's samples, a page of columns at a time (JSON fields decoded).
+        """The one way samples are read: some fields of a run's samples, a page of columns at a time.
 
-        What a summary over a big run reads: only the columns it needs (``scores`` and the keys,
-        not prompts and outputs), ``batch_size`` samples at a time, in `iter_samples` order.
-        Text fields (prompt, dataset_row, prompt_text) are joined in only when asked for.
+        Pages are dicts field -> list (JSON fields decoded, ``cached`` as bool), ``batch_size``
+        samples each, in (task_id, model, sample_index, epoch) order; each page starts after the
+        last key of the one before (keyset paging), so memory stays bounded however large the
+        run and rows committed meanwhile may or may not be seen. A summary asks only for the
+        columns it needs (keys and scores, not prompts and outputs): text fields (prompt,
+        dataset_row, prompt_text) are joined in only when asked for, and ``"score:<metric id>"``
+        is one score read out of the stored ``scores`` by SQLite (a number; a bool as 1/0;
+        None when absent, null or not a number), so no sample's JSON is decoded in Python. ``after`` ((sample_index,
+        epoch), with ``task_id`` and ``model`` given) starts after that sample: a page deep in a
+        run is read without the pages before it.
         """
         fields = list(fields)
-        unknown = [f for f in fields if f not in SAMPLE_FIELDS]
+        unknown = [f for f in fields if f not in SAMPLE_FIELDS and not f.startswith(SCORE_PREFIX)]
         if unknown:
-            raise ValueError(f"unknown sample field(s) {unknown}; known: {', '.join(SAMPLE_FIELDS)}")
+            raise ValueError(f"unknown sample field(s) {unknown}; known: {', '.join(SAMPLE_FIELDS)} "
+                             f"and {SCORE_PREFIX}<metric id>")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         joins = {"prompt": ("p", "prompt_hash"), "dataset_row": ("r", "dataset_row_hash"),
                  "prompt_text": ("q", "prompt_text_hash")}
-        select = [f"{joins[f][0]}.body" if f in joins else f"s.{f}" for f in fields]
-        sql = (f"SELECT s.task_id, s.model, s.sample_index, s.epoch, {', '.join(select)} FROM samples s "
+        # the paging key is selected first (and not again); within one (task, model) it is
+        # (sample_index, epoch) alone and the two names are filled in, not read per row
+        within = task_id is not None and model is not None
+        keys = ("sample_index", "epoch") if within else ("task_id", "model", "sample_index", "epoch")
+        select = [f"{joins[f][0]}.body" if f in joins else _score_sql(f[len(SCORE_PREFIX):])
+                  if f.startswith(SCORE_PREFIX) else f"s.{f}"
+                  for f in dict.fromkeys(fields) if f not in keys and not (within and f in ("task_id", "model"))]
+        sql = (f"SELECT {', '.join('s.' + k for k in keys)}{''.join(', ' + c for c in select)} FROM samples s "
                + "".join(f"LEFT JOIN texts {a} ON {a}.hash = s.{c} " for f, (a, c) in joins.items() if f in fields))
         where, params = ["s.run_id = ?"], [run_id]
-        for column, value in (("task_id", task_id), ("model", model), ("status", status)):
+        for column, value in (("task_id", task_id), ("model", model)):
             if value is not None:
                 where.append(f"s.{column} = ?")
                 params.append(value)
-        base = sql + "WHERE " + " AND ".join(where)
-        order = " ORDER BY s.task_id, s.model, s.sample_index, s.epoch LIMIT ?"
-        decode = [f in JSON_FIELDS for f in fields]
-        rows = self._rows(base + order, (*params, batch_size))
-        while rows:
-            columns = list(zip(*rows))
-            page = {}
-            for f, values, is_json in zip(fields, columns[4:], decode):
-                page[f] = [None if v is None else from_json(v) for v in values] if is_json else list(values)
-            yield page
-            if len(rows) < batch_size:
-                return
-            last = rows[-1][:4]
-            rows = self._rows(base + " AND (s.task_id, s.model, s.sample_index, s.epoch) > (?, ?, ?, ?)" + order,
-                              (*params, *last, batch_size))
-
-    def iter_samples(
-        self,
-        run_id: str,
-        *,
-        task_id: str | None = None,
-        model: str | None = None,
-        status: str | Iterable[str] | None = None,
-        batch_size: int = 2000,
-    ) -> Iterator[dict[str, Any]]:
-        """Samples ordered by (task_id, model, sample_index, epoch), fetched `batch_size` at a time.
-
-        Memory stays bounded however large the run; rows committed while iterating may or
-        may not be seen.
-        """
-        where, params = ["s.run_id = ?"], [run_id]
-        if task_id is not None:
-            where.append("s.task_id = ?")
-            params.append(task_id)
-        if model is not None:
-            where.append("s.model = ?")
-            params.append(model)
         if status is not None:
             statuses = [status] if isinstance(status, str) else list(status)
-            bad = [s for s in statuses if s not in SAMPLE_STATUSES]
+            bad = [x for x in statuses if x not in SAMPLE_STATUSES]
             if bad:
                 raise ValueError(f"sample status must be one of {', '.join(SAMPLE_STATUSES)}; got {bad[0]!r}")
             where.append(f"s.status IN ({', '.join('?' * len(statuses))})")
             params.extend(statuses)
-        for rows in self._sample_pages(" AND ".join(where), params, batch_size):
-            for row in rows:
-                yield decode_sample(row)
-
-    def _sample_pages(self, where: str, params: list[Any], batch_size: int) -> Iterator[list[tuple[Any, ...]]]:
-        """`SAMPLE_SELECT` rows matching `where`, in (task_id, model, sample_index, epoch) order, a
-        page at a time (keyset pagination: each page starts after the last key of the one before)."""
-        base = SAMPLE_SELECT + " WHERE " + where
-        order = " ORDER BY s.task_id, s.model, s.sample_index, s.epoch LIMIT ?"
+        if after is not None:
+            if not within:
+                raise ValueError("column_pages(after=...) needs task_id and model: it seeks within one of them")
+            where.append("(s.sample_index, s.epoch) > (?, ?)")
+            params.extend(after)
+        base = sql + "WHERE " + " AND ".join(where)
+        order = f" ORDER BY {', '.join('s.' + k for k in keys)} LIMIT ?"
+        later = f" AND ({', '.join('s.' + k for k in keys)}) > ({', '.join('?' * len(keys))})"
+        position = {k: i for i, k in enumerate(keys)}
+        for f in fields:
+            if f not in keys and f not in position and not (within and f in ("task_id", "model")):
+                position[f] = len(position)
+        constant = {"task_id": task_id, "model": model} if within else {}
+        decode = [f in JSON_FIELDS for f in fields]
+        flags = [f == "cached" for f in fields]
+        scores = [f.startswith(SCORE_PREFIX) for f in fields]
         rows = self._rows(base + order, (*params, batch_size))
-        while True:
-            if rows:
-                yield rows
+        while rows:
+            columns = list(zip(*rows))
+            page = {}
+            for f, is_json, is_flag, is_score in zip(fields, decode, flags, scores):
+                if f in constant:
+                    page[f] = [constant[f]] * len(rows)
+                    continue
+                values = columns[position[f]]
+                if is_json:
+                    page[f] = [None if v is None else from_json(v) for v in values]
+                elif is_flag:
+                    page[f] = [None if v is None else bool(v) for v in values]
+                elif is_score:
+                    page[f] = _numbers(values)
+                else:
+                    page[f] = list(values)
+            yield page
             if len(rows) < batch_size:
                 return
-            last = rows[-1][1:5]
-            rows = self._rows(base + " AND (s.task_id, s.model, s.sample_index, s.epoch) > (?, ?, ?, ?)" + order,
-                              (*params, *last, batch_size))
+            rows = self._rows(base + later + order, (*params, *rows[-1][:len(keys)], batch_size))
 
-    def samples(self, run_id: str, *, task_id: str | None = None, model: str | None = None, status: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
-        """All matching samples as dicts (the shape the runner wrote). For big runs prefer `iter_samples`."""
-        return list(self.iter_samples(run_id, task_id=task_id, model=model, status=status))
+    def sample_groups(self, run_id: str) -> list[tuple[str, str]]:
+        """The (task_id, model) pairs a run has samples for, in key order (from the key index)."""
+        return [tuple(r) for r in self._rows(
+            "SELECT DISTINCT task_id, model FROM samples WHERE run_id = ? ORDER BY task_id, model", (run_id,))]
 
-    def samples_df(self, run_id: str, *, task_id: str | None = None, model: str | None = None, status: str | Iterable[str] | None = None) -> pd.DataFrame:
-        """Matching samples as a raw DataFrame (one column per stored field; JSON fields as objects)."""
-        import pandas as pd
-
-        rows = self.iter_samples(run_id, task_id=task_id, model=model, status=status)
-        return pd.DataFrame.from_records(rows, columns=list(SAMPLE_FIELDS))
-
-    def completed_keys(self, run_id: str, *, statuses: Iterable[str] = ("completed",)) -> set[tuple[str, str, int, int]]:
-        """(task_id, model, sample_index, epoch) of finished samples, so a resumed run skips them."""
-        statuses = list(statuses)
-        placeholders = ", ".join("?" * len(statuses))
+    def score_keys(self, run_id: str) -> dict[str, list[str]]:
+        """task -> the score keys its samples carry, in order of first appearance (samples in key
+        order, keys in each sample's order), read by SQLite without decoding scores in Python."""
         rows = self._rows(
-            f"SELECT task_id, model, sample_index, epoch FROM samples WHERE run_id = ? AND status IN ({placeholders})",
-            (run_id, *statuses),
-        )
-        return {(t, m, i, e) for t, m, i, e in rows}
+            "SELECT DISTINCT s.task_id, j.key FROM samples s, json_each(s.scores) j "
+            "WHERE s.run_id = ? AND json_valid(s.scores) AND json_type(s.scores) = 'object' ORDER BY s.task_id",
+            (run_id,))
+        found: dict[str, list[str]] = {}
+        for task, key in rows:
+            found.setdefault(task, []).append(key)
+        for task, keys in found.items():
+            if len(keys) > 1:  # the order of first appearance: where each key is first seen
+                found[task] = sorted(keys, key=lambda k, t=task: self._first_seen(run_id, t, k))
+        return found
+
+    def _first_seen(self, run_id: str, task_id: str, key: str) -> tuple[Any, ...]:
+        """(model, sample_index, epoch, position in that sample's scores) of the first sample with ``key``."""
+        (row,) = self._rows(
+            "SELECT s.model, s.sample_index, s.epoch, (SELECT j.id FROM json_each(s.scores) j WHERE j.key = ?) "
+            "FROM samples s WHERE s.run_id = ? AND s.task_id = ? AND json_type(s.scores, ?) IS NOT NULL "
+            "ORDER BY s.model, s.sample_index, s.epoch LIMIT 1", (key, run_id, task_id, _score_path(key)))
+        return row
+
+    def samples(self, run_id: str, *, task_id: str | None = None, model: str | None = None,
+                status: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Matching samples as dicts (the shape the runner wrote), in key order: `column_pages`
+        of every field, as rows. For big runs read `column_pages` instead."""
+        out: list[dict[str, Any]] = []
+        for page in self.column_pages(run_id, SAMPLE_FIELDS, task_id=task_id, model=model, status=status,
+                                      batch_size=5000):
+            out.extend(dict(zip(SAMPLE_FIELDS, values)) for values in zip(*page.values()))
+        return out
 
     # ---- the output cache -------------------------------------------------------------------
     def lookup_outputs(self, request_keys: Iterable[str], *, run_id: str | None = None) -> dict[str, dict[str, Any]]:
@@ -461,3 +457,21 @@ class Store(RunRecords, GradeReuse):
         return [
             {"task_id": t, "model": m, "metrics": from_json(x), "error": e, "updated_at": u} for t, m, x, e, u in rows
         ]
+
+
+def _score_path(key: str) -> str:
+    """The JSON path of one score key (quoted: metric ids may hold dots)."""
+    return '$."' + key.replace('"', '\\"') + '"'
+
+
+def _score_sql(key: str) -> str:
+    """SQL for one score: `json_extract` (true/false come out as 1/0); `_numbers` drops the rest."""
+    path = "'" + _score_path(key).replace("'", "''") + "'"
+    return f"json_extract(s.scores, {path})"
+
+
+def _numbers(values: tuple[Any, ...]) -> list[Any]:
+    """Score values as numbers or None: a string (or an object's JSON text) is not a score."""
+    if str in set(map(type, values)):  # one pass in C
+        return [None if type(v) is str else v for v in values]
+    return list(values)

@@ -77,7 +77,7 @@ def test_each_model_keeps_its_colour_in_every_figure(frames):
     expected = plots.model_colors(MODELS)
     figures = [
         plots.metric_by_model(m), plots.metric_by_model(m, task_id="qa"), plots.per_task(m),
-        plots.compare(m, s, sa), plots.compare(m, s, sa, models=["gamma", MODELS[1]]),
+        plots.compare(m), plots.compare(m, models=["gamma", MODELS[1]]),
         plots.latency_vs_score(sa, s), plots.tokens_vs_score(sa, s),
     ]
     for fig in figures:
@@ -188,8 +188,8 @@ def test_per_task_has_a_panel_per_task_and_one_legend_entry_per_model(frames):
 
 
 def test_compare_is_metric_by_model_with_cis(frames):
-    m, s, sa = frames["metrics"], frames["scores"], frames["samples"]
-    fig = plots.compare(m, s, sa)
+    m = frames["metrics"]
+    fig = plots.compare(m)
     _check_common_layout(fig)
     assert fig.layout.title.text.startswith("Model comparison")
     base = plots.metric_by_model(m)
@@ -384,7 +384,7 @@ def _all_figures(f: dict[str, pd.DataFrame]) -> dict[str, go.Figure]:
     return {
         "metric_by_model": plots.metric_by_model(m, metric="exact_match"),
         "per_task": plots.per_task(m, metric="f1"),
-        "compare": plots.compare(m, s, sa, metric="exact_match"),
+        "compare": plots.compare(m, metric="exact_match"),
         "paired_forest": plots.paired_forest(paired(s, A, B, metric="exact_match")),
         "agreement_view": plots.agreement_view(agreement(s, sa, list(MODELS),
                                                          metric="exact_match")),

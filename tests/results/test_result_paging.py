@@ -66,3 +66,65 @@ def test_iter_samples_and_samples_page_give_the_samples_frame_in_pieces(stored):
     assert len(result.samples_page(100, page_size=100)) == 0
     with pytest.raises(ValueError, match="page"):
         result.samples_page(-1)
+
+
+class CountingStore(Store):
+    """A real store that counts the sample rows its one read path hands out (and which fields)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.rows_read = 0
+        self.fields_read: set[str] = set()
+
+    def column_pages(self, run_id, fields=None, **options):
+        from evalnb.store import SAMPLE_FIELDS
+
+        fields = list(SAMPLE_FIELDS if fields is None else fields)
+        self.fields_read.update(fields)
+        for page in super().column_pages(run_id, fields, **options):
+            self.rows_read += len(page[fields[0]])
+            yield page
+
+
+def test_samples_page_seeks_to_its_rows_instead_of_reading_the_pages_before(stored):
+    store = CountingStore()
+    result = RunResult(store, stored.run_id)
+    whole = RunResult(Store(), stored.run_id).samples  # 2 tasks x 2 models x (90 | 40) items x 2 epochs = 520
+    assert len(whole) == 520
+    result.metrics  # noqa: B018 - reads the keys once (the lean frame)
+    for page, size in ((4, 100), (1, 170), (5, 90), (0, 520), (3, 130)):  # pages across (task, model) boundaries
+        store.rows_read = 0
+        got = result.samples_page(page, page_size=size)
+        pd.testing.assert_frame_equal(got, whole.iloc[page * size:(page + 1) * size].reset_index(drop=True))
+        assert store.rows_read == len(got)  # only the page's own rows came out of the store
+    assert "_frame" not in result.__dict__
+
+
+def test_costs_compare_and_judge_agreement_do_not_build_the_samples_frame(stored):
+    store = CountingStore()
+    lean = RunResult(store, stored.run_id)
+    costs = lean.costs
+    figure = lean.compare()
+    labels = pd.DataFrame({"task_id": "alpha", "model": "good", "sample_index": range(10), "label": 1.0})
+    agreement = lean.judge_agreement(labels, metric="score")
+    assert "_frame" not in lean.__dict__ and "prompt" not in store.fields_read
+    full = RunResult(Store(), stored.run_id)
+    full.samples  # noqa: B018 - the frame built first: costs read from it
+    pd.testing.assert_frame_equal(costs, full.costs)
+    pd.testing.assert_frame_equal(agreement, full.judge_agreement(labels, metric="score"))
+    assert figure.layout.title.text.startswith("Model comparison")
+    assert agreement.iloc[0]["n"] == 10 and agreement.iloc[0]["accuracy"] == 1.0  # "good" answers every item
+
+
+def test_metrics_reads_no_dataset_row_when_the_store_records_missing_fields(make_suite, model_server):
+    from evalnb.store import SAMPLE_FIELDS
+
+    data = [{"q": r["q"], **({"a": r["a"]} if i % 4 else {})} for i, r in enumerate(rows(20))]  # 5 lack "a"
+    suite = make_suite({"t": data})
+    server = model_server()
+    run = evalnb.run(suite, [Model("good", base_url=server.base_url, api="chat")], progress=False)
+    store = CountingStore()
+    table = RunResult(store, run.run_id).metrics
+    assert table["n_missing_field"].tolist() == [5]
+    # the flag recorded per sample at render time is read; rows are decoded only for a store without it
+    assert ("dataset_row" in store.fields_read) == ("missing_field" not in SAMPLE_FIELDS)

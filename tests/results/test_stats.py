@@ -405,3 +405,19 @@ def test_t_interval_of_a_unit_interval_score_stays_inside_zero_one():
     assert s.ci_high == 1.0 and 0.0 <= s.ci_low < s.mean
     unbounded = summarize([1.0] * 38 + [0.99, 1.3])  # a value above 1: no clipping
     assert unbounded.ci_high > 1.0
+
+
+@pytest.mark.parametrize("values", [[1.0, 0.0, float("nan"), 1.0, 1.0], [0.25, 0.5, float("nan"), 0.75, 1.0],
+                                    [3.0, -1.5, 2.25, float("nan")], [0.5], [float("nan")], [2.0, 2.0, 2.0]])
+def test_summarize_of_a_float_array_is_summarize_of_its_list(values):
+    np = pytest.importorskip("numpy")
+    for confidence in (0.9, 0.95):
+        assert summarize(np.asarray(values), confidence=confidence) == summarize(values, confidence=confidence)
+
+
+def test_summarize_of_a_float_array_refuses_infinity_naming_where():
+    np = pytest.importorskip("numpy")
+    with pytest.raises(ValueError, match=r"metric value at 2 is inf; values must be finite"):
+        summarize(np.asarray([1.0, float("nan"), float("inf")]))
+    with pytest.raises(ValueError, match=r"metric value at 2 is inf; values must be finite"):
+        summarize([1.0, float("nan"), float("inf")])

@@ -374,10 +374,10 @@ def test_epochs_of_one_item_are_separate_samples_in_key_order(store):
     got = store.samples(run_id)
     assert [(s["sample_index"], s["epoch"]) for s in got] == [(0, 0), (0, 1), (1, 2)]
     assert [s["output_text"] for s in got[:2]] == ["first", "again"]  # (item 0, epoch 1) was upserted
-    assert store.completed_keys(run_id) == {("qa", "m1", 0, 0), ("qa", "m1", 1, 2)}
     # keyset paging walks the epoch too: pages of one row still give every sample once
-    assert [(s["sample_index"], s["epoch"]) for s in store.iter_samples(run_id, batch_size=1)] == [(0, 0), (0, 1), (1, 2)]
-    assert store.sample_columns(run_id, batch_size=1)["epoch"] == [0, 1, 2]
+    pages = list(store.column_pages(run_id, ["sample_index", "epoch"], batch_size=1))
+    assert [(p["sample_index"][0], p["epoch"][0]) for p in pages] == [(0, 0), (0, 1), (1, 2)]
+    assert [p["epoch"] for p in store.column_pages(run_id, ["epoch"], task_id="qa", model="m1", after=(0, 0))] == [[1, 2]]
 
 
 @pytest.mark.parametrize("epoch", [-1, 1.0, True, "1"])
@@ -509,7 +509,8 @@ def test_sample_filters_order_and_paging(store):
     every = store.samples(run_id)
     keys = [(s["task_id"], s["model"], s["sample_index"]) for s in every]
     assert keys == sorted(keys) and len(keys) == 20
-    paged = [(s["task_id"], s["model"], s["sample_index"]) for s in store.iter_samples(run_id, batch_size=3)]
+    paged = [key for page in store.column_pages(run_id, ["task_id", "model", "sample_index"], batch_size=3)
+             for key in zip(*page.values())]
     assert paged == keys
     assert {s["task_id"] for s in store.samples(run_id, task_id="qa")} == {"qa"}
     assert len(store.samples(run_id, task_id="qa", model="m1")) == 5
@@ -518,8 +519,8 @@ def test_sample_filters_order_and_paging(store):
     assert store.samples(run_id, model="nobody") == []
     with pytest.raises(ValueError, match="sample status must be one of"):
         store.samples(run_id, status="done")
-    frame = store.samples_df(run_id, task_id="math")
-    assert len(frame) == 10 and frame.columns[0] == "run_id" and "dataset_row" in frame.columns
+    with pytest.raises(ValueError, match="sample status must be one of"):
+        next(store.column_pages(run_id, ["status"], status=["completed", "done"]))
 
 
 def test_prompts_and_rows_are_stored_once(store):
@@ -534,15 +535,6 @@ def test_prompts_and_rows_are_stored_once(store):
     count = store._conn.execute("SELECT count(*) FROM texts").fetchone()[0]
     assert count == 2  # one prompt, one row, for 4 samples in 2 runs
     assert all(s["prompt"] == prompt and s["dataset_row"] == row for s in store.samples(run_id) + store.samples(other))
-
-
-def test_completed_keys_are_what_a_resume_skips(store):
-    run_id = make_run(store)
-    store.write_samples([sample(0), sample(1, status="failed"), sample(2, status="scoring"),
-                         sample(0, model="m2"), sample(0, task="math")], run_id=run_id)
-    assert store.completed_keys(run_id) == {("qa", "m1", 0, 0), ("qa", "m2", 0, 0), ("math", "m1", 0, 0)}
-    assert store.completed_keys(run_id, statuses=["failed", "scoring"]) == {("qa", "m1", 1, 0), ("qa", "m1", 2, 0)}
-    assert store.completed_keys(make_run(store)) == set()
 
 
 def test_store_can_be_shared_between_threads(store):
@@ -997,7 +989,9 @@ def test_readers_see_consistent_growing_data_while_a_process_writes(store):
                 if runs.empty:
                     continue
                 run_id = runs["run_id"].iloc[0]
-                keys = reader.completed_keys(run_id)
+                keys = {key for page in reader.column_pages(run_id, ["task_id", "model", "sample_index", "epoch"],
+                                                            status="completed")
+                        for key in zip(*page.values())}
                 counts.append(len(keys))
                 assert keys == {("qa", "m1", i, 0) for i in range(len(keys))}  # always a committed prefix
             except AssertionError as exc:
@@ -1094,8 +1088,8 @@ def test_batches_of_any_size_reuse_a_few_cached_statements(tmp_path):
         raw.close()
 
 
-def test_sample_columns_are_iter_samples_transposed(store):
-    # the results table reads columns; they must hold exactly what iter_samples gives, in order,
+def test_column_pages_are_samples_transposed(store):
+    # the results table reads columns; they must hold exactly what samples() gives, in order,
     # across batch boundaries
     run_id = make_run(store)
     samples = [{"task_id": t, "model": m, "sample_index": i, "status": "completed" if i % 3 else "failed",
@@ -1104,8 +1098,9 @@ def test_sample_columns_are_iter_samples_transposed(store):
                 "usage": {"input_tokens": i}, "dataset_row": {"q": i}, "latency_s": i / 10}
                for t in ("b", "a") for m in ("m2", "m1") for i in range(7)]
     store.write_samples(samples, run_id=run_id)
-    columns = store.sample_columns(run_id, batch_size=5)
-    expected = list(store.iter_samples(run_id))
+    pages = list(store.column_pages(run_id, batch_size=5))
+    columns = {f: [v for page in pages for v in page[f]] for f in pages[0]}
+    expected = store.samples(run_id)
     assert len(expected) == 28
     for field, values in columns.items():
         assert values == [s[field] for s in expected], field

@@ -63,3 +63,29 @@ def test_cached_keys_and_column_pages(store):
     assert [p["sample_index"] for p in store.column_pages(run, ["sample_index"], status="failed")] == []
     with pytest.raises(ValueError, match="unknown sample field"):
         list(store.column_pages(run, ["nope"]))
+
+
+def test_score_fields_are_read_by_sqlite_as_numbers_only(store):
+    run = _run(store)
+    scores = [{"em": 1, "f1": 0.5, "flag": True}, {"em": 0, "f1": "0.5", "flag": False}, {"f1": None, "odd": [1]},
+              None, {"em": 1.0, "flag": {"x": 1}}]
+    store.write_samples([_sample(i, scores=sc, model=m) for m in ("m2", "m1") for i, sc in enumerate(scores)],
+                        run_id=run)
+    assert store.score_keys(run) == {"qa": ["em", "f1", "flag", "odd"]}  # first appearance: sample, then key order
+    assert store.sample_groups(run) == [("qa", "m1"), ("qa", "m2")]
+    fields = ["task_id", "model", "sample_index", "score:em", "score:f1", "score:flag", "score:odd"]
+    (page,) = list(store.column_pages(run, fields, task_id="qa", model="m1"))
+    assert page["task_id"] == ["qa"] * 5 and page["model"] == ["m1"] * 5 and page["sample_index"] == [0, 1, 2, 3, 4]
+    assert page["score:em"] == [1, 0, None, None, 1.0]
+    assert page["score:f1"] == [0.5, None, None, None, None]  # a string is not a score, "0.5" neither
+    assert page["score:flag"] == [1, 0, None, None, None]  # true/false as 1/0; an object is not a score
+    assert page["score:odd"] == [None] * 5
+    # the same across pages of one row, and after a key: the paging key is (sample_index, epoch) here
+    one = [p["score:em"][0] for p in store.column_pages(run, ["score:em"], task_id="qa", model="m2", batch_size=1)]
+    assert one == [1, 0, None, None, 1.0]
+    assert [p["sample_index"] for p in store.column_pages(run, ["sample_index"], task_id="qa", model="m2",
+                                                          after=(2, 0))] == [[3, 4]]
+    with pytest.raises(ValueError, match="after=.*needs task_id and model"):
+        next(store.column_pages(run, ["sample_index"], task_id="qa", after=(2, 0)))
+    with pytest.raises(ValueError, match="unknown sample field"):
+        next(store.column_pages(run, ["scores.em"]))

@@ -12,7 +12,7 @@ import statsmodels.api as sm
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from evalnb.results.clustered import clustered_stderr, clustered_summary
+from evalnb.results.cluster_robust import clustered_stderr, clustered_summary
 from evalnb.results.stats import holm, pass_at_k, summarize, t_two_sided_p
 
 

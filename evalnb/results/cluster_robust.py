@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from evalnb.results._tdist import t_quantile
-from evalnb.results.stats import _as_value, _check_confidence
+from evalnb.results.stats import as_value, check_confidence
 
 __all__ = ["ClusteredSummary", "clustered_stderr", "clustered_summary"]
 
@@ -71,14 +71,14 @@ def clustered_summary(
     together with their cluster label. As for every t-interval in evalnb, a score that lives
     in [0, 1] gets its interval clipped to [0, 1]. No values: everything but n is None.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     raw_values, raw_clusters = list(values), list(clusters)
     if len(raw_values) != len(raw_clusters):
         raise ValueError(f"values and clusters must have the same length, got {len(raw_values)} and {len(raw_clusters)}")
     present: list[float] = []
     labels: list[Hashable] = []
     for i, (raw, cluster) in enumerate(zip(raw_values, raw_clusters)):
-        value = _as_value(raw, i)
+        value = as_value(raw, i)
         if value is None:
             continue
         if cluster is None:
