@@ -270,8 +270,14 @@ else:
             pool_attacks()
             out["store_unchanged"] = store_files() == before
         calls = (good.request_count, evil.request_count)
-        resumed = evalnb.resume(stopped.run_id, max_cost_usd=None, progress=False)
-        out["resumed_status"] = resumed.status
+        try:
+            resumed = evalnb.resume(stopped.run_id, max_cost_usd=None, progress=False)
+        except Exception as exc:  # the control: a store the grader rewrote may be past reading
+            if os.environ.get("EVALNB_SANDBOX_FILESYSTEM") != "0":
+                raise
+            out["resume_error"] = repr(exc)
+        else:
+            out["resumed_status"] = resumed.status
         out["resume_calls"] = {"good": good.request_count - calls[0], "evil": evil.request_count - calls[1]}
 json.dump(out, open(out_path, "w"))
 '''

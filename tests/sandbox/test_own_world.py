@@ -238,7 +238,9 @@ def test_in_a_real_run_with_namespaces_and_own_root_off_the_files_are_reached(wo
     assert {Path(p).name for p in world.leftovers()} == {f"{world.planted}-grader", f"{world.planted}-preprocessor"}
     assert world.planted_module_ran(sys.executable, None, _worktree())
     assert world.secret in json.dumps(out)
-    assert out["resume_calls"]["evil"] > 0
+    # the rewritten store sends the resume to the planted URL, or (when the rewrite raced the
+    # caller's own writer) is left unreadable: either way the grader changed the caller's store
+    assert out["resume_calls"]["evil"] > 0 or "malformed" in out.get("resume_error", ""), out
 
 
 def _plain_python() -> str | None:
