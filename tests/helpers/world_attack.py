@@ -150,6 +150,26 @@ def suite(grader, rows, preprocess=None):
     return Suite.from_dict({"tasks": [task]})
 
 
+def _status_kb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise LookupError(field)
+
+
+def rss_mark():
+    """Reset this process's peak RSS (VmHWM) to its current RSS and return that, in kB: a peak
+    reached earlier (imports, an earlier run) must not hide the growth measured next."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _status_kb("VmRSS")
+
+
+def peak_rss_kb():
+    return _status_kb("VmHWM")
+
+
 def store_files():
     """Hashes of the store's database and WAL (not the -shm index SQLite rewrites), once they settle."""
     folder = os.path.join(os.getcwd(), ".evalnb")
@@ -215,13 +235,13 @@ def pool_attacks():
         (res,), peak = thread_peak(lambda: p.run_sync(job, [[{}, {}]]))
     out["threads"] = {"peak": peak, "ok": res.ok, "error": res.error, "value": res.value}
     rows = [{"payload": kind} for kind in ("string", "objects", "fine")]
-    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    baseline = rss_mark()
     with pool(memory_mb=4096) as p:
         job = Job(UserCode(world_attack.PAYLOAD, "payload.py"), names=("grade",), nargs=2)
         results = p.run_sync(job, [[{}, row] for row in rows])
     out["payload"] = {"status": ["scored" if r.ok else "failed" for r in results],
                       "errors": [r.error for r in results if not r.ok],
-                      "rss_growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - baseline) / 1024}
+                      "rss_growth_mb": (peak_rss_kb() - baseline) / 1024}
 
 
 if mode == "bare":
@@ -257,7 +277,7 @@ else:
             out["errors"] = [e for e in hostile.samples.error if e]
             out["judge"] = [j for j in hostile.samples.judge]
             rows = [{"q": "p%d" % i, "target": "ok", "payload": kind} for i, kind in enumerate(["string", "objects", "fine"])]
-            baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            baseline = rss_mark()
             try:
                 big = evalnb.run(suite(world_attack.PAYLOAD, rows), [model], progress=False)
             except Exception as exc:  # the control: a store the grader rewrote may not take another run
@@ -265,7 +285,7 @@ else:
             else:
                 out["payload"] = {"status": list(big.samples.status), "errors": [e for e in big.samples.error if e],
                                   "run_status": big.status,
-                                  "rss_growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - baseline) / 1024}
+                                  "rss_growth_mb": (peak_rss_kb() - baseline) / 1024}
         else:
             pool_attacks()
             out["store_unchanged"] = store_files() == before
