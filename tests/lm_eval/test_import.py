@@ -1,0 +1,94 @@
+"""Importing lm-eval tasks: YAML paths with include and !function, groups and tags, the CLI,
+and clear errors for what does not map."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalnb import Suite
+from evalnb.cli import main
+from evalnb.errors import LmEvalImportError
+
+pytestmark = pytest.mark.usefixtures("evalnb_home")
+
+
+def _write_task(folder: Path) -> Path:
+    """A custom task: a template file included by the task file, a !function hook in utils.py."""
+    (folder / "data").mkdir(parents=True)
+    rows = [{"q": f"What is {i} + {i}?", "a": str(2 * i), "options": [str(2 * i), str(i)], "k": i % 2}
+            for i in range(4)]
+    (folder / "data" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "utils.py").write_text(
+        "def process_docs(dataset):\n"
+        "    return dataset.map(lambda d: {'question': d['q'].upper()})\n"
+    )
+    (folder / "_template.yaml").write_text(
+        "output_type: multiple_choice\n"
+        "test_split: test\n"
+        "process_docs: !function utils.process_docs\n"
+        "doc_to_text: \"{{question}}\\nAnswer:\"\n"
+        "doc_to_choice: \"{{options}}\"\n"
+        "doc_to_target: 0\n"
+        "description: \"Sums.\\n\\n\"\n"
+    )
+    task = folder / "my_sums.yaml"
+    task.write_text(f"include: _template.yaml\ntask: my_sums\ndataset_path: {folder / 'data'}\n")
+    return task
+
+
+def test_a_task_yaml_with_include_and_a_function_hook_imports_and_renders(tmp_path: Path) -> None:
+    suite = Suite.from_lm_eval(_write_task(tmp_path / "t"))
+    task = suite.task("my_sums")
+    assert task.type == "multiple_choice" and task.description == "{{lm_eval.description}}"
+    assert "dataset.map(lambda d" in task.preprocess.source
+    items = suite.items("my_sums")
+    assert items[1].prompt == "Sums.\n\nWHAT IS 1 + 1?\nAnswer:"
+    assert items[1].continuations == (" 2", " 1") and items[1].target == "0"
+
+
+def test_the_cli_writes_a_manifest_that_loads_back_equal(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = _write_task(tmp_path / "t")
+    out = tmp_path / "suite.yaml"
+    assert main(["import-lm-eval", str(path), "-o", str(out), "--num-fewshot", "0"]) == 0
+    assert "1 task (my_sums)" in capsys.readouterr().out
+    assert Suite.from_file(out) == Suite.from_lm_eval(path, num_fewshot=0)
+    assert main(["import-lm-eval", str(path), "-o", str(tmp_path / "suite.json")]) == 0
+    assert Suite.from_file(tmp_path / "suite.json") == Suite.from_file(out)
+
+
+def test_what_does_not_map_is_a_clear_error_naming_task_and_field(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    base = _write_task(folder)
+    cases = {
+        "fewshot_config:\n  sampler: balanced\nnum_fewshot: 1\n": "fewshot_config.sampler 'balanced'",
+        "metric_list:\n  - metric: bleu\n": "metric 'bleu' is not supported",
+        "use_prompt: promptsource:x\n": "use_prompt",
+        "output_type: weird\n": "output_type 'weird'",
+    }
+    for extra, words in cases.items():
+        bad = folder / "bad.yaml"
+        bad.write_text(base.read_text() + extra)
+        with pytest.raises(LmEvalImportError, match="my_sums") as info:
+            Suite.from_lm_eval(bad)
+        assert words in str(info.value)
+    with pytest.raises(LmEvalImportError, match="not found"):
+        Suite.from_lm_eval(folder / "missing.yaml")
+    (folder / "hook.yaml").write_text("task: x\ndataset_path: d\ntest_split: t\nprocess_docs: !function nope.f\n")
+    with pytest.raises(LmEvalImportError, match="nope.py not found"):
+        Suite.from_lm_eval(folder / "hook.yaml")
+
+
+def test_registry_names_tags_and_groups_expand_to_their_tasks() -> None:
+    suite = Suite.from_lm_eval(["ai2_arc", "boolq"])  # a tag (two tasks) and a task
+    assert [t.id for t in suite.tasks] == ["arc_challenge", "arc_easy", "boolq"]
+    mmlu = Suite.from_lm_eval("mmlu")  # a group of groups
+    assert len(mmlu.tasks) == 57 and mmlu.task("mmlu_anatomy").fewshot is None
+    assert Suite.from_lm_eval("mmlu_anatomy", num_fewshot=5).task("mmlu_anatomy").fewshot.strategy == "first"
+    with pytest.raises(LmEvalImportError, match="not an lm-eval task"):
+        Suite.from_lm_eval("no_such_task_anywhere")
+    gsm8k = Suite.from_lm_eval("gsm8k").task("gsm8k")
+    assert [m.id for m in gsm8k.metrics] == ["exact_match.strict-match", "exact_match.flexible-extract"]
+    assert gsm8k.fewshot.count == 5 and gsm8k.fewshot.strategy == "random" and gsm8k.fewshot.seed == 1234
