@@ -52,6 +52,18 @@ def _truthfulqa(split: str, n: int) -> list[dict]:
             for i in range(n)]
 
 
+def _triviaqa(split: str, n: int) -> list[dict]:
+    return [{"question": f"Which city hosted event {i} ({split})", "question_id": f"tq{i}",
+             "question_source": "web", "entity_pages": {"doc_source": [], "filename": [], "title": [],
+                                                         "wiki_context": []},
+             "search_results": {"description": [], "filename": [], "rank": [], "title": [], "url": [],
+                                "search_context": []},
+             "answer": {"aliases": [f"City {i}", f"C{i}", "Paris, France"], "normalized_aliases": [f"city {i}"],
+                        "matched_wiki_entity_name": "", "normalized_matched_wiki_entity_name": "",
+                        "normalized_value": f"city {i}", "type": "WikipediaEntity", "value": f"City {i}"}}
+            for i in range(n)]
+
+
 DATASETS = {
     "arc_easy": ("allenai/ai2_arc", {"ARC-Easy": {"train": _arc("train", 6), "validation": _arc("validation", 4),
                                                    "test": _arc("test", 5)}}),
@@ -60,5 +72,7 @@ DATASETS = {
     "hellaswag": ("Rowan/hellaswag", {None: {"train": _hellaswag("train", 6), "validation": _hellaswag("validation", 5)}}),
     "boolq": ("aps/super_glue", {"boolq": {"train": _boolq("train", 6), "validation": _boolq("validation", 5)}}),
     "gsm8k": ("openai/gsm8k", {"main": {"train": _gsm8k("train", 7), "test": _gsm8k("test", 4)}}),
+    "triviaqa": ("mandarjoshi/trivia_qa", {"rc.nocontext": {"train": _triviaqa("train", 5),
+                                                             "validation": _triviaqa("validation", 4)}}),
     "truthfulqa_mc1": ("truthfulqa/truthful_qa", {"multiple_choice": {"validation": _truthfulqa("validation", 4)}}),
 }

@@ -124,3 +124,25 @@ def test_gsm8k_filters_and_exact_match_equal_lm_evals(folders: dict[str, str]) -
                 assert ours[f"exact_match.{key}"] == theirs["exact_match"], (output, key)
                 checked += theirs["exact_match"]
     assert checked > 0  # some outputs were right, so the comparison is not all zeros
+
+
+def test_triviaqa_multiple_targets_and_remove_whitespace_equal_lm_evals(folders: dict[str, str]) -> None:
+    suite = Suite.from_lm_eval("triviaqa", dataset_paths={DATASETS["triviaqa"][0]: folders["triviaqa"]})
+    task = suite.task("triviaqa")
+    assert [m.id for m in task.metrics] == ["exact_match.remove_whitespace"]
+    grade = grader(task)["grade"]
+    items = suite.items("triviaqa")
+    oracle = lm_eval_task("triviaqa", folders["triviaqa"], 0)
+    oracle.build_all_requests()
+    right = 0
+    for output in ["  city 1 ", "C2", "Paris France", "paris, france!", "nowhere", "City 3."]:
+        for inst in oracle.instances:
+            inst.resps = [output]
+            inst.filtered_resps = {}
+        oracle.apply_filters()
+        for inst, item in zip(oracle.instances, items):
+            ours = grade({"output_text": output}, item.as_grader_item())["scores"]["exact_match.remove_whitespace"]
+            theirs = oracle.process_results(inst.doc, [inst.filtered_resps["remove_whitespace"]])["exact_match"]
+            assert ours == theirs, (output, item.target)
+            right += theirs
+    assert right > 0
