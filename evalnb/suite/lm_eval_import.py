@@ -16,14 +16,17 @@ in), which adds an ``lm_eval`` field to each row; the manifest's templates only 
   same examples as lm-eval); the default sampler -> ``strategy: random, seed: 1234``: distinct
   examples per row, deterministic, rendered as lm-eval renders them, but not the ones lm-eval
   draws (it runs one ``Random(1234)`` through the docs in order). The evaluated doc is left
-  out of the pool only when lm-eval leaves it out (``fewshot_split == test_split``).
+  out of the pool only when lm-eval leaves it out (``fewshot_split == test_split``). Examples
+  written into the config (``fewshot_config.samples``, a list or a ``!function``) are rendered
+  by the preprocessor and put, with the description, before the question (``first_n``: the
+  same block for every row, exactly lm-eval's; default sampler: a deterministic draw per row).
 - **Scoring**: ``multiple_choice`` -> ``loglikelihood: {type: multiple_choice}`` with
   ``acc``/``acc_norm``/``acc_bytes``/``exact_match``; ``generate_until`` -> a ``qa`` task whose
   grader runs each ``filter_list`` pipeline and ``exact_match``.
 
 What does not map raises `LmEvalImportError` naming the task and the field: Python class
 tasks, ``custom_dataset``, promptsource ``use_prompt``, images/audio, multiple-input tasks,
-samplers other than ``default``/``first_n``, inline few-shot ``samples``, and metrics or
+samplers other than ``default``/``first_n``, and metrics or
 filters the grader does not implement.
 """
 
@@ -127,10 +130,18 @@ def import_task(
         "prompt_template": "{{lm_eval.prompt}}",
         "target_template": "{{lm_eval.target}}",
     }
-    if runtime["description"]:
+    inline = bool(count) and _inline_samples(config, fewshot_cfg)
+    if runtime["description"] or inline:
         task["description"] = "{{lm_eval.description}}"
     if count:
         runtime["fewshot"] = _fewshot_runtime(config, fewshot_cfg, where)
+    if inline:
+        sampler = fewshot_cfg.get("sampler", "default")
+        if sampler not in ("default", "first_n"):
+            raise LmEvalImportError(f"{where}: fewshot_config.sampler {sampler!r} is not supported (default, first_n are)")
+        runtime["inline_shots"] = {"samples": fewshot_cfg["samples"], "count": count, "sampler": sampler,
+                                   "seed": FEWSHOT_SEED}
+    elif count:
         task["fewshot"] = _fewshot(config, fewshot_cfg, count, test_split, dataset, dataset_paths or {}, where)
     metrics = _metrics(config, output_type, where)
     filters = _filters(config, output_type, where)
@@ -158,6 +169,11 @@ def _dataset(config: dict[str, Any], split: str, paths: Mapping[str, str], limit
     return out
 
 
+def _inline_samples(config: dict[str, Any], fs: dict[str, Any]) -> bool:
+    """Few-shot examples written into the config (``fewshot_config.samples``) and no split to draw from."""
+    return (fs.get("split") or config.get("fewshot_split")) is None and fs.get("samples") is not None
+
+
 def _fewshot_runtime(config: dict[str, Any], fs: dict[str, Any], where: str) -> dict[str, Any]:
     """The effective fewshot_config (lm-eval's FewshotConfig.from_dict inheritance)."""
     if fs.get("process_docs") is not None and fs.get("process_docs") != config.get("process_docs"):
@@ -178,8 +194,6 @@ def _fewshot(config: dict[str, Any], fs: dict[str, Any], count: int, test_split:
     if fs.get("fewshot_indices") is not None:
         raise LmEvalImportError(f"{where}: fewshot_config.fewshot_indices is not supported")
     split = fs.get("split") or config.get("fewshot_split")
-    if split is None and fs.get("samples") is not None:
-        raise LmEvalImportError(f"{where}: fewshot_config.samples (inline examples) is not supported")
     out: dict[str, Any] = {
         "count": count,
         "prompt_template": "{{lm_eval.shot_prompt}}",

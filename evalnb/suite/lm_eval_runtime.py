@@ -287,9 +287,43 @@ def process_docs(rows):
     docs = docs_of(rows)
     features = list(docs.features.keys()) if hasattr(docs, "features") else list(docs[0].keys()) if len(docs) else []
     task = _Task(CONFIG, features)
+    shots = _inline_shots(task)
     out = []
-    for doc in docs:
+    for index, doc in enumerate(docs):
         row = _plain(dict(doc))
-        row["lm_eval"] = _plain(render_doc(task, doc))
+        rendered = render_doc(task, doc)
+        if shots is not None:
+            rendered["description"] += shots(index)
+        row["lm_eval"] = _plain(rendered)
         out.append(row)
     return out
+
+
+def _inline_shots(task):
+    """``fewshot_config.samples``: row index -> the rendered examples (None without them).
+
+    ``first_n`` gives every row the first ``count`` samples, as lm-eval does; the default
+    sampler draws ``count`` distinct samples per row from ``Random("seed:index")``.
+    """
+    spec = CONFIG.get("inline_shots")
+    if not spec:
+        return None
+    samples = _hook(spec["samples"])
+    samples = list(samples() if callable(samples) else samples)
+    fs = CONFIG["fewshot"]
+    count = min(spec["count"], len(samples))
+
+    def render(doc):
+        c = task.doc_to_choice(doc, fs["doc_to_choice"]) if fs.get("doc_to_choice") else None
+        q, a = qa_turn(task.doc_to_text(doc, fs.get("doc_to_text")), c, task.doc_to_target(doc, fs.get("doc_to_target")),
+                       gen_prefix=task.resolve_field(doc, fs.get("gen_prefix")),
+                       tgt_delim=fs["target_delimiter"], few_delim=fs["fewshot_delimiter"])
+        return q + a
+
+    if spec["sampler"] == "first_n":
+        block = "".join(render(doc) for doc in samples[:count])
+        return lambda index: block
+    import random
+
+    rendered = [render(doc) for doc in samples]
+    return lambda index: "".join(rendered[j] for j in random.Random(f"{spec['seed']}:{index}").sample(range(len(samples)), count))

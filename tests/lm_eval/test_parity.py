@@ -99,3 +99,15 @@ def test_suite_round_trips_and_carries_the_hook_source(folders: dict[str, str]) 
     assert task.loglikelihood is not None and task.loglikelihood.type == "multiple_choice"
     assert [m.id for m in task.metrics] == ["acc", "acc_norm"]
     assert suite.validate() == []
+
+
+@pytest.mark.parametrize("shots", [0, 3])
+def test_inline_fewshot_samples_equal_lm_evals(shots: int, folders: dict[str, str]) -> None:
+    """gsm8k_cot writes its examples into the config (fewshot_config.samples, first_n)."""
+    suite = Suite.from_lm_eval("gsm8k_cot", num_fewshot=shots, dataset_paths={DATASETS["gsm8k"][0]: folders["gsm8k"]})
+    items = suite.items("gsm8k_cot")
+    oracle = lm_eval_requests("gsm8k_cot", folders["gsm8k"], shots)
+    assert [item.prompt for item in items] == [want["context"] for want in oracle]
+    assert [item.target for item in items] == [str(want["target"]) for want in oracle]
+    if shots:
+        assert items[0].prompt.startswith("Q: There are 15 trees in the grove.")
