@@ -206,6 +206,14 @@ class ModelClient:
 
         return await self._call("/completions", _dumps(body), parse, self.timeout_seconds, self.max_retries, _Stats())
 
+    async def check_loglikelihoods(self) -> None:
+        """Raise `ProviderError` now if this model cannot score by log-likelihood (one tiny call).
+
+        For a run's preflight: a server without echoed log-probabilities is found before any
+        item is sent, not after a run of unscored samples.
+        """
+        await self.loglikelihoods([("The sky is", " blue")])
+
     async def embeddings(self, input: str | list[str], **params: Any) -> dict[str, Any]:
         """``POST /embeddings`` for this model (``params``: ``dimensions``, ``encoding_format``...)."""
         body = {**params, "input": input, "model": self.model.name}

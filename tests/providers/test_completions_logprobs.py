@@ -106,3 +106,16 @@ def test_completions_api_generates_from_a_plain_prompt() -> None:
     assert done.text == " 4"
     assert server.requests[0].path == "/v1/completions"
     assert body == {"model": "m", "prompt": "2 + 2 =", "temperature": 0, "stop": ["\n"], "max_tokens": 5}
+
+
+def test_check_loglikelihoods_passes_on_an_echoing_server_and_names_the_problem_otherwise() -> None:
+    async def check(server):
+        async with ModelClient(Model("m", base_url=server.base_url, api="completions")) as client:
+            await client.check_loglikelihoods()
+
+    with LocalModelServer() as server:
+        asyncio.run(check(server))
+        assert server.calls("/v1/completions") == 1
+    with LocalModelServer(echo_logprobs=False) as server:
+        with pytest.raises(ProviderError, match="did not echo"):
+            asyncio.run(check(server))
