@@ -92,3 +92,30 @@ def test_registry_names_tags_and_groups_expand_to_their_tasks() -> None:
     gsm8k = Suite.from_lm_eval("gsm8k").task("gsm8k")
     assert [m.id for m in gsm8k.metrics] == ["exact_match.strict-match", "exact_match.flexible-extract"]
     assert gsm8k.fewshot.count == 5 and gsm8k.fewshot.strategy == "random" and gsm8k.fewshot.seed == 1234
+
+
+def test_the_extensions_are_in_the_json_schema_and_checked() -> None:
+    from evalnb.errors import ManifestError
+
+    schema = json.dumps(Suite.json_schema())
+    assert '"loglikelihood"' in schema and '"description"' in schema and "LoglikelihoodSpec" in schema
+    task = {"id": "t", "type": "multiple_choice", "dataset": {"path": "d.jsonl"}, "prompt_template": "{{q}}",
+            "grader": {"type": "python", "source": "def grade(s, i): return 1"}}
+    plain = Suite.from_dict({"tasks": [task]})
+    assert "loglikelihood" not in plain.to_dict()["tasks"][0]  # a gateway manifest stays as it was
+    with pytest.raises(ManifestError, match="continuations"):
+        Suite.from_dict({"tasks": [{**task, "loglikelihood": {"type": "multiple_choice"}}]})
+    with_choices = Suite.from_dict({"tasks": [{**task, "choices": ["yes", "no"], "loglikelihood": {}}]})
+    assert with_choices.tasks[0].loglikelihood.delimiter == " "
+
+
+def test_items_of_a_task_with_static_choices_get_delimited_continuations(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text('{"q": "Is it?", "a": "1"}\n')
+    suite = Suite.from_dict({"tasks": [{
+        "id": "t", "type": "multiple_choice", "dataset": {"path": "d.jsonl"}, "prompt_template": "{{q}}\nAnswer:",
+        "target_template": "{{a}}", "description": "Yes or no.\n\n", "choices": ["yes", "no"],
+        "loglikelihood": {"delimiter": " "}, "grader": {"type": "python", "source": "def grade(s, i): return 1"}}]},
+        base_dir=tmp_path)
+    (item,) = suite.items("t")
+    assert item.prompt == "Yes or no.\n\nIs it?\nAnswer:" and item.question == "Is it?\nAnswer:"
+    assert item.continuations == (" yes", " no") and item.as_grader_item()["continuations"] == [" yes", " no"]
