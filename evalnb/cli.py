@@ -147,6 +147,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-cost-usd", type=_usd, metavar="USD",
                    help="stop the run (status 'stopped') before a call could take its spend past USD; "
                         "needs --price and generation max_output_tokens")
+    p.add_argument("--batch-discount", type=_factor, metavar="FACTOR",
+                   help="batched calls cost FACTOR times the --price (e.g. 0.5); for --executor batch")
+    p.add_argument("--executor", choices=("local", "ray", "batch"), default="local",
+                   help="where the calls are made: this process (default), Ray workers, or the provider's "
+                        "Batch API (cheaper, answers within 24h; EVALNB_BATCH_POLL_S sets how often it looks)")
     p.add_argument("--api-key-env", metavar="VAR",
                    help="read every model's key from $VAR (default: OPENAI_API_KEY for OpenAI hosts, "
                         "no key for other servers)")
@@ -166,6 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(handler=cmd_resume)
+
+    p = sub.add_parser("cancel", parents=[common],
+                       help="cancel the provider batches of a run made with --executor batch")
+    p.add_argument("run_id", help="run id, a unique prefix or suffix of one, or 'latest'")
+    p.set_defaults(handler=cmd_cancel)
 
     p = sub.add_parser("runs", parents=[common], help="list stored runs, newest first")
     p.add_argument("--limit", type=_non_negative, default=SAMPLE_ROWS, help="at most N runs (0: all; default 20)")
@@ -236,6 +246,16 @@ def _price(text: str) -> tuple[str, dict[str, float]]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"prices must be numbers (USD per 1M tokens), got {numbers!r}") from None
     return name, dict(zip(("input", "output", "cached_input"), values))
+
+
+def _factor(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a factor in (0, 1], e.g. 0.5 for half price, got {text!r}")
+    return value
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -370,13 +390,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     models = [_model(spec, args, "model") for spec in args.model]
     judge = _model(args.judge_model, args, "judge_model") if args.judge_model else None
     embedding = _model(args.embedding_model, args, "embedding_model") if args.embedding_model else None
-    models, judge, embedding = _priced(args.price, models, judge, embedding)
+    prices = args.price
+    if args.batch_discount is not None:
+        if not prices:
+            raise CliError("--batch-discount needs --price: it is a factor on a model's price")
+        prices = [(name, {**price, "batch_discount": args.batch_discount}) for name, price in prices]
+    models, judge, embedding = _priced(prices, models, judge, embedding)
     _check_keys([m for m in (*models, judge, embedding) if m is not None])
     return _finish(_interruptible(lambda: run(
         suite, models, generation=args.generation, concurrency=args.concurrency, task_ids=args.task,
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
         reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
         name=args.name, judge_generation=args.judge_generation, max_cost_usd=args.max_cost_usd,
+        executor=args.executor,
     )), args)
 
 
@@ -409,6 +435,21 @@ def cmd_resume(args: argparse.Namespace) -> int:
     budget = {} if args.max_cost_usd is None else {"max_cost_usd": args.max_cost_usd}
     return _finish(_interruptible(lambda: resume(run_id, concurrency=args.concurrency, force=args.force,
                                                  progress=False if args.no_progress else "text", **budget)), args)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from evalnb.runner.api import cancel
+
+    with _open_store() as store:
+        run_id = _find_run(store, args.run_id)
+        batches = cancel(run_id, store=store)
+    if not batches:
+        _err(f"run {run_id} has no provider batches (only runs made with --executor batch have)")
+        return 1
+    for batch in batches:
+        print(f"{batch['id']}  {batch['model']}  {batch['status']}")
+    print(f"run_id: {run_id}: `evalnb resume {run_id}` keeps what was answered and sends the rest again")
+    return 0
 
 
 def _interruptible(start: Any) -> tuple[RunResult, BaseException | None]:
@@ -455,7 +496,7 @@ def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
     """``NAME[@BASE_URL]`` (parsed as `evalnb.run` does) with --api and --api-key-env applied."""
     from dataclasses import replace
 
-    from evalnb.runner.plan import as_model
+    from evalnb.runner.run_plan import as_model
 
     model = as_model(spec, what)
     changes: dict[str, Any] = {}
