@@ -21,6 +21,7 @@ rendered as ``lm_eval.utils.apply_template`` renders it, in a sandboxed environm
 """
 
 import ast
+import hashlib
 import json
 import re
 import sys
@@ -62,15 +63,17 @@ def _function(ref):
     if fn is not None:
         return fn
     module_name, _, name = ref.rpartition(".")
-    module = sys.modules.get("lm_eval_task_" + module_name)
+    if module_name not in MODULES:
+        raise RuntimeError(f"!function {ref}: the source of {module_name}.py was not carried into the manifest")
+    source = MODULES[module_name]
+    # a sandbox worker runs many tasks' code: two tasks' utils.py are two modules
+    key = "lm_eval_task_%s_%s" % (module_name, hashlib.sha256(source.encode("utf-8")).hexdigest()[:16])
+    module = sys.modules.get(key)
     if module is None:
-        if module_name not in MODULES:
-            raise RuntimeError(f"!function {ref}: the source of {module_name}.py was not carried into the manifest")
         module = types.ModuleType(module_name)
         module.__file__ = f"<lm-eval {module_name}.py>"
-        sys.modules["lm_eval_task_" + module_name] = module
-        sys.modules.setdefault(module_name, module)
-        exec(compile(MODULES[module_name], module.__file__, "exec"), module.__dict__)  # noqa: S102
+        sys.modules[key] = module
+        exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102
     fn = _FUNCTIONS[ref] = getattr(module, name)
     return fn
 

@@ -119,3 +119,18 @@ def test_items_of_a_task_with_static_choices_get_delimited_continuations(tmp_pat
     (item,) = suite.items("t")
     assert item.prompt == "Yes or no.\n\nIs it?\nAnswer:" and item.question == "Is it?\nAnswer:"
     assert item.continuations == (" yes", " no") and item.as_grader_item()["continuations"] == [" yes", " no"]
+
+
+def test_two_tasks_with_their_own_utils_py_keep_their_own_hooks(tmp_path: Path) -> None:
+    """One sandbox worker runs both tasks' preprocessors: each must get its own utils module."""
+    first = _write_task(tmp_path / "a")
+    second = _write_task(tmp_path / "b")
+    (tmp_path / "b" / "utils.py").write_text(
+        "def process_docs(dataset):\n"
+        "    return dataset.map(lambda d: {'question': d['q'].lower() + '!'})\n"
+    )
+    second.write_text(second.read_text().replace("task: my_sums", "task: my_sums_b"))
+    suite = Suite.from_lm_eval([first, second])
+    assert suite.items("my_sums")[1].prompt == "Sums.\n\nWHAT IS 1 + 1?\nAnswer:"
+    assert suite.items("my_sums_b")[1].prompt == "Sums.\n\nwhat is 1 + 1?!\nAnswer:"
+    assert suite.items("my_sums")[2].prompt == "Sums.\n\nWHAT IS 2 + 2?\nAnswer:"
