@@ -45,6 +45,15 @@ def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
         yield chunk
 
 
+def key_text(item: Any) -> str:
+    """What an item's request key hashes: its prompt, and a log-likelihood item's continuations
+    (two items with one prompt and different choices are different requests)."""
+    continuations = getattr(item, "continuations", None)
+    if continuations is None:
+        return item.prompt
+    return "\x00".join((item.prompt, "loglikelihood", *continuations))
+
+
 class Planner:
     """The survey and the work pass of one run (see the module docstring)."""
 
@@ -124,7 +133,7 @@ class Planner:
                 if d is None or not 0 <= j < n or d[j] != CALL:
                     continue
                 item = chunk[j]
-                if key == self.key(label, item.prompt, epoch) and target == item.target and row_hash_ == row_hash(j):
+                if key == self.key(label, key_text(item), epoch) and target == item.target and row_hash_ == row_hash(j):
                     d[j] = COPY
                     result.copied[label] += 1
                     name = metric.get(label)
@@ -137,7 +146,7 @@ class Planner:
             for (label, epoch), d in dec.items():
                 for j in range(n):
                     if d[j] == CALL:
-                        wanted.setdefault(self.key(label, chunk[j].prompt, epoch), []).append((d, j))
+                        wanted.setdefault(self.key(label, key_text(chunk[j]), epoch), []).append((d, j))
             if wanted:
                 for key in self.store.cached_keys(wanted, run_id=self.cache_run):
                     for d, j in wanted[key]:
@@ -180,7 +189,7 @@ class Planner:
                 for model, d in rows:
                     code = d[i] if i < len(d) else CALL
                     if code == CALL or code == CACHED:
-                        unit = Unit(task_id, item, model, self.key(model.label, item.prompt, epoch), epoch)
+                        unit = Unit(task_id, item, model, self.key(model.label, key_text(item), epoch), epoch)
                         units.append(unit)
                         if code == CACHED:
                             cached.append(unit)

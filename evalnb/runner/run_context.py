@@ -83,7 +83,11 @@ class RunContext:
         mp.in_flight += 1
         cost = None
         try:
-            completion = await self._clients[model.label].complete(unit.item.prompt, self._gen)
+            spec = self._loglikelihood(unit)
+            if spec is not None:
+                completion = await self._score_continuations(unit, spec)
+            else:
+                completion = await self._clients[model.label].complete(unit.item.prompt, self._gen)
             cost = call_cost(completion.usage, model.price)
         except ProviderError as exc:
             mp.in_flight -= 1
@@ -100,6 +104,33 @@ class RunContext:
         mp.cost_usd += cost or 0.0
         self._writer.put_outputs([output])
         self._extract(unit, self._generated(unit, output, reused=False))
+
+    def _loglikelihood(self, unit: Unit) -> Any:
+        """The task's ``loglikelihood`` spec (None: a generation task)."""
+        state = self.tasks.get(unit.task_id)
+        return getattr(getattr(state, "task", None), "loglikelihood", None)
+
+    async def _score_continuations(self, unit: Unit, spec: Any) -> Any:
+        """A log-likelihood task's call: every continuation of the item in one /completions call.
+
+        The reply is kept as the output text, JSON ``{"loglikelihoods": [...], "is_greedy": [...]}``
+        (one entry per continuation; a rolling task scores its target from an empty prompt), so
+        the store, the output cache and the grader all see the numbers.
+        """
+        import json
+        import time
+
+        from evalnb.providers.client import Completion
+
+        item = unit.item
+        if spec.type == "loglikelihood_rolling":
+            pairs = [("", item.target)]
+        else:
+            pairs = [(item.prompt, c) for c in item.continuations or ()]
+        started = time.perf_counter()
+        scored = await self._clients[unit.model.label].loglikelihoods(pairs)
+        text = json.dumps({"loglikelihoods": [s.logprob for s in scored], "is_greedy": [s.is_greedy for s in scored]})
+        return Completion(text=text, usage=None, response_id=None, latency_s=time.perf_counter() - started)
 
     def answered(self, unit: Unit) -> None:
         """`unit.output` (the output cache's answer) stands for the call: extract, grade, store."""

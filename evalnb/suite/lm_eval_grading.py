@@ -5,7 +5,7 @@ Self-contained (standard library only): its source is carried into the manifest 
 pipelines and metrics). ``grade(sample, item)`` returns one score per (metric, pipeline):
 
 - **multiple choice** (``acc``, ``acc_norm``): from ``sample["loglikelihoods"]`` (one summed
-  log-probability per continuation); ``acc_norm`` divides by the length in characters of the
+  log-probability per continuation; a run stores them as its output text, JSON); ``acc_norm`` divides by the length in characters of the
   choice without its delimiter; ties go to the first choice, as ``numpy.argmax`` does.
   A sample without log-likelihoods is not scored (``null``).
 - **generation** (``exact_match`` with ``ignore_case``, ``ignore_punctuation``,
@@ -16,6 +16,7 @@ pipelines and metrics). ``grade(sample, item)`` returns one score per (metric, p
   default pipeline and ``<metric>.<pipeline>`` otherwise (``exact_match.strict-match``).
 """
 
+import json
 import re
 import string
 
@@ -79,8 +80,22 @@ def _argmax(values):
     return best
 
 
+def _scored(sample):
+    """(loglikelihoods, is_greedy) from the sample, or from the reply evalnb's runner stores as
+    the output text (JSON with those two lists)."""
+    if sample.get("loglikelihoods") is not None:
+        return sample["loglikelihoods"], sample.get("is_greedy")
+    try:
+        reply = json.loads(sample.get("output_text") or "")
+    except ValueError:
+        return None, None
+    if not isinstance(reply, dict):
+        return None, None
+    return reply.get("loglikelihoods"), reply.get("is_greedy")
+
+
 def _choice_scores(sample, item):
-    lls = sample.get("loglikelihoods")
+    lls, greedy = _scored(sample)
     names = [m["metric"] for m in CONFIG["metrics"]]
     if not lls:
         return {name: None for name in names}
@@ -91,7 +106,7 @@ def _choice_scores(sample, item):
     pred_norm = _argmax([ll / max(len(c), 1) for ll, c in zip(lls, choices)])
     pred_bytes = _argmax([ll / max(len(c.encode("utf-8")), 1) for ll, c in zip(lls, choices)])
     golds = gold if isinstance(gold, list) else [gold]
-    greedy = sample.get("is_greedy") or [False] * len(lls)
+    greedy = greedy or [False] * len(lls)
     values = {
         "acc": 1.0 if pred in golds else 0.0,
         "acc_norm": 1.0 if pred_norm in golds else 0.0,

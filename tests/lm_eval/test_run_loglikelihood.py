@@ -1,0 +1,88 @@
+"""evalnb.run scores an imported multiple-choice task by log-likelihood over /v1/completions:
+metrics equal lm-eval's own process_results on the same log-probabilities, paired statistics
+work as for every metric, and a model that cannot score is refused before any item is sent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+pytest.importorskip("lm_eval")
+
+from helpers.lm_eval_data import DATASETS  # noqa: E402
+from helpers.lm_eval_kit import lm_eval_task, mirror  # noqa: E402
+
+import evalnb  # noqa: E402
+from evalnb import Suite  # noqa: E402
+from evalnb.errors import ProviderError  # noqa: E402
+from evalnb.providers import Model, ModelClient  # noqa: E402
+from evalnb.testing import LocalModelServer  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("evalnb_home")
+
+
+def sharp(before: str, token: str) -> float:
+    return -(len(token) - 0.75 * token.count("e")) - 0.001 * len(before)
+
+
+def flat(before: str, token: str) -> float:
+    return -0.5 * len(token) - 0.4 * token.count("o")
+
+
+@pytest.fixture(scope="module")
+def arc(tmp_path_factory: pytest.TempPathFactory) -> tuple[Suite, str]:
+    path, configs = DATASETS["arc_easy"]
+    folder = str(mirror(tmp_path_factory.mktemp("hf"), path, configs))
+    return Suite.from_lm_eval("arc_easy", num_fewshot=0, dataset_paths={path: folder}), folder
+
+
+def expected_means(suite: Suite, folder: str, fn) -> dict[str, float]:
+    """lm-eval's own acc/acc_norm on the log-probabilities the server gives."""
+    items = suite.items("arc_easy")
+    oracle = lm_eval_task("arc_easy", folder, 0)
+
+    async def score(server):
+        async with ModelClient(Model("m", base_url=server.base_url, api="completions")) as client:
+            return [await client.loglikelihoods([(i.prompt, c) for c in i.continuations]) for i in items]
+
+    with LocalModelServer(token_logprobs=fn) as server:
+        results = asyncio.run(score(server))
+    per_doc = [oracle.process_results(doc, [(r.logprob, r.is_greedy) for r in lls])
+               for doc, lls in zip(oracle.eval_docs, results)]
+    return {m: sum(d[m] for d in per_doc) / len(per_doc) for m in ("acc", "acc_norm")}
+
+
+def test_a_run_scores_choices_by_loglikelihood_as_lm_eval_does(arc) -> None:
+    suite, folder = arc
+    n = len(suite.items("arc_easy"))
+    with LocalModelServer(token_logprobs=sharp) as s1, LocalModelServer(token_logprobs=flat) as s2:
+        models = [Model("sharp", base_url=s1.base_url, api="completions"),
+                  Model("flat", base_url=s2.base_url, api="completions")]
+        result = evalnb.run(suite, models, concurrency=4)
+        assert s1.calls("/v1/completions") == n + 1  # the up-front check, then one call per item (all choices)
+        sent = sorted(r.body["prompt"][0] and len(r.body["prompt"]) for r in s1.requests[1:])
+    assert sent == sorted(len(i.continuations) for i in suite.items("arc_easy"))
+    metrics = result.metrics.set_index(["model", "metric"])["mean"]
+    for label, fn in (("sharp", sharp), ("flat", flat)):
+        want = expected_means(suite, folder, fn)
+        assert metrics[(label, "acc")] == pytest.approx(want["acc"])
+        assert metrics[(label, "acc_norm")] == pytest.approx(want["acc_norm"])
+    sample = result.samples[result.samples.model == "sharp"].iloc[0]
+    stored = json.loads(sample.output_text)
+    assert len(stored["loglikelihoods"]) == len(stored["is_greedy"]) >= 3  # each choice's summed logprob kept
+    paired = result.paired("sharp", "flat", metric="acc")
+    assert int(paired["n_pairs"].iloc[0]) == n
+
+
+def test_a_model_that_cannot_score_is_refused_before_any_item(arc) -> None:
+    suite, _ = arc
+    with LocalModelServer(echo_logprobs=False) as server:
+        with pytest.raises(ProviderError, match="cannot run: .*did not echo"):
+            evalnb.run(suite, [Model("llama", base_url=server.base_url, api="completions")])
+        assert server.calls("/v1/completions") == 1
+    with LocalModelServer() as server:
+        with pytest.raises(ProviderError, match="api='completions'"):
+            evalnb.run(suite, [Model("chatty", base_url=server.base_url, api="chat")])
+        assert server.request_count == 0
