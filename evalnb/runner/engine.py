@@ -399,6 +399,9 @@ class RunEngine:
             return
         from evalnb.errors import ProviderError
 
+        if self.executor.name != "local":
+            raise ProviderError(f"log-likelihood tasks run only with the local executor (not {self.executor.name!r})",
+                                status=None, retryable=False)
         for label, client in self.clients.items():
             try:
                 await client.check_loglikelihoods()
