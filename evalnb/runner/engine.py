@@ -395,10 +395,14 @@ class RunEngine:
     async def _check_loglikelihood_models(self) -> None:
         """A run with log-likelihood tasks checks every model can score them before any item is
         sent (``api="completions"`` on a server that echoes logprobs): no run of unscored samples."""
-        if not any(getattr(state.task, "loglikelihood", None) is not None for state in self.tasks.values()):
-            return
         from evalnb.errors import ProviderError
 
+        if self.executor.name != "local" and any(getattr(state.task, "generation", None) is not None
+                                                 for state in self.tasks.values()):
+            raise ProviderError(f"tasks with their own generation settings run only with the local executor "
+                                f"(not {self.executor.name!r})", status=None, retryable=False)
+        if not any(getattr(state.task, "loglikelihood", None) is not None for state in self.tasks.values()):
+            return
         if self.executor.name != "local":
             raise ProviderError(f"log-likelihood tasks run only with the local executor (not {self.executor.name!r})",
                                 status=None, retryable=False)

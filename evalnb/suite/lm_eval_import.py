@@ -151,9 +151,34 @@ def import_task(
                        _metric_ids(metrics, filters, output_type)]
     if output_type == "multiple_choice":
         task["loglikelihood"] = {"type": "multiple_choice", "continuations": "lm_eval.continuations"}
+    if output_type == "generate_until":
+        task["generation"] = _generation(config, where)
     task["metadata"] = {"lm_eval_task": name, "lm_eval_output_type": output_type,
                         "lm_eval_num_fewshot": count}
     return task
+
+
+_GENERATION_KEYS = {"until": "until", "max_gen_toks": "max_gen_toks", "temperature": "temperature",
+                    "top_p": "top_p", "top_k": "top_k", "do_sample": "do_sample"}
+
+
+def _generation(config: dict[str, Any], where: str) -> dict[str, Any]:
+    """``generation_kwargs`` as the task's generation block (lm-eval's defaults when absent:
+    greedy, stop at the few-shot delimiter, 256 tokens)."""
+    kwargs = config.get("generation_kwargs")
+    if kwargs is None:
+        kwargs = {"until": [config.get("fewshot_delimiter", "\n\n")], "do_sample": False, "temperature": 0.0,
+                  "max_gen_toks": 256}
+    unknown = sorted(set(kwargs) - _GENERATION_KEYS.keys())
+    if unknown:
+        raise LmEvalImportError(f"{where}: generation_kwargs {', '.join(unknown)} not supported "
+                                f"({', '.join(_GENERATION_KEYS)} are)")
+    out = {key: kwargs[key] for key in _GENERATION_KEYS if kwargs.get(key) is not None}
+    if "until" not in out:
+        out["until"] = [config.get("fewshot_delimiter", "\n\n")]  # lm-eval's TaskConfig default
+    if "temperature" in out:
+        out["temperature"] = float(out["temperature"])
+    return out
 
 
 def _dataset(config: dict[str, Any], split: str, paths: Mapping[str, str], limit_rows: int | None) -> dict[str, Any]:

@@ -67,6 +67,7 @@ from evalnb.suite.datasets import (
 )
 from evalnb.suite.extraction_spec import EXTRACTION_PARAMS, OutputExtraction
 from evalnb.suite.loglikelihood_spec import LoglikelihoodSpec
+from evalnb.suite.task_generation import TaskGeneration
 from evalnb.suite.python_spec import (
     DEFAULT_MODEL_CALLS,
     DEFAULT_TIMEOUT,
@@ -201,6 +202,11 @@ class Task(ManifestModel):
         default=None,
         description="score by the log-probability of each continuation over /v1/completions instead "
         "of generating; an evalnb extension (see evalnb.suite.loglikelihood_spec)",
+    )
+    generation: TaskGeneration | None = Field(
+        default=None,
+        description="the task's own generation settings (lm-eval's generation_kwargs: until, max_gen_toks, "
+        "temperature...); the run's generation fills in the rest; an evalnb extension",
     )
     metadata: Metadata = Field(default_factory=dict)
 

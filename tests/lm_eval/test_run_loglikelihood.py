@@ -86,3 +86,24 @@ def test_a_model_that_cannot_score_is_refused_before_any_item(arc) -> None:
         with pytest.raises(ProviderError, match="api='completions'"):
             evalnb.run(suite, [Model("chatty", base_url=server.base_url, api="chat")])
         assert server.request_count == 0
+
+
+def test_generation_kwargs_become_each_tasks_own_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
+    root = tmp_path_factory.mktemp("gen")
+    paths = {}
+    for task in ("gsm8k", "triviaqa"):
+        path, configs = DATASETS[task]
+        paths[path] = str(mirror(root, path, configs))
+    suite = Suite.from_lm_eval(["gsm8k", "triviaqa"], num_fewshot=0, dataset_paths=paths)
+    assert suite.task("gsm8k").generation.stop == ["Question:", "</s>", "<|im_end|>"]
+    assert suite.task("triviaqa").generation.stop == ["\n", ".", ","]
+    with LocalModelServer({"Tom has": "He has 4.\n#### 4"}) as server:
+        result = evalnb.run(suite, [Model("m", base_url=server.base_url, api="chat")],
+                            generation={"max_gen_toks": 77, "stop": ["run-level"]})
+        bodies = {(r.body["messages"][-1]["content"].startswith("Question: Tom")): r.body for r in server.requests}
+    gsm8k_body, trivia_body = bodies[True], bodies[False]
+    assert gsm8k_body["stop"] == ["Question:", "</s>", "<|im_end|>"] and trivia_body["stop"] == ["\n", ".", ","]
+    assert gsm8k_body["max_tokens"] == 77 and trivia_body["max_tokens"] == 77  # the run's fills in around
+    assert gsm8k_body["temperature"] == 0.0
+    assert set(result.metrics.metric) == {"exact_match.strict-match", "exact_match.flexible-extract",
+                                          "exact_match.remove_whitespace"}
