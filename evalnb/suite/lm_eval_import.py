@@ -22,7 +22,8 @@ in), which adds an ``lm_eval`` field to each row; the manifest's templates only 
   same block for every row, exactly lm-eval's; default sampler: a deterministic draw per row).
 - **Scoring**: ``multiple_choice`` -> ``loglikelihood: {type: multiple_choice}`` with
   ``acc``/``acc_norm``/``acc_bytes``/``exact_match``; ``generate_until`` -> a ``qa`` task whose
-  grader runs each ``filter_list`` pipeline and ``exact_match``.
+  grader runs each ``filter_list`` pipeline and ``exact_match``, with ``generation_kwargs`` as
+  the task's own ``generation`` block.
 
 What does not map raises `LmEvalImportError` naming the task and the field: Python class
 tasks, ``custom_dataset``, promptsource ``use_prompt``, images/audio, multiple-input tasks,
