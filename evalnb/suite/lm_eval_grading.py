@@ -14,9 +14,15 @@ pipelines and metrics). ``grade(sample, item)`` returns one score per (metric, p
   ``uppercase``, ``map``) runs on the output, then the metric compares it with the gold;
   a list of golds scores 1 when any matches. The score is named ``<metric>`` for lm-eval's
   default pipeline and ``<metric>.<pipeline>`` otherwise (``exact_match.strict-match``).
+- **log-likelihood** and **rolling** tasks: ``grade_batch(samples)`` (a batch grader) gives each
+  sample ``acc`` (the continuation was greedy) and the task ``perplexity`` (exp of minus the
+  mean log-likelihood), or ``word_perplexity``/``byte_perplexity`` (exp of minus the summed
+  log-likelihood over the words / UTF-8 bytes of the targets) and ``bits_per_byte``, as
+  lm-eval aggregates them.
 """
 
 import json
+import math
 import re
 import string
 
@@ -138,3 +144,37 @@ def grade(sample, item):
     if CONFIG["output_type"] == "multiple_choice":
         return {"scores": _choice_scores(sample, item)}
     return {"scores": _generation_scores(sample, item)}
+
+
+def grade_batch(samples):
+    names = [m["metric"] for m in CONFIG["metrics"]]
+    per_sample, lls, words, nbytes = [], [], 0, 0
+    for sample in samples:
+        values, greedy = _scored(sample)
+        if not values:
+            per_sample.append({"scores": {"acc": None}} if "acc" in names else None)
+            continue
+        lls.append(float(values[0]))
+        if CONFIG["output_type"] == "loglikelihood_rolling":
+            target = (sample.get("item") or {}).get("target") or ""
+            words += len(re.split(r"\s+", target))
+            nbytes += len(target.encode("utf-8"))
+        if "acc" in names:
+            per_sample.append({"scores": {"acc": 1.0 if greedy and greedy[0] else 0.0}})
+        else:
+            per_sample.append(None)
+    metrics = {}
+    if lls:
+        total = sum(lls)
+        if "perplexity" in names:
+            metrics["perplexity"] = math.exp(-total / len(lls))
+        if "word_perplexity" in names and words:
+            metrics["word_perplexity"] = math.exp(-total / words)
+        if "byte_perplexity" in names and nbytes:
+            metrics["byte_perplexity"] = math.exp(-total / nbytes)
+        if "bits_per_byte" in names and nbytes:
+            metrics["bits_per_byte"] = -total / nbytes / math.log(2)
+    out = {"metrics": metrics}
+    if "acc" in names:
+        out["samples"] = per_sample
+    return out

@@ -55,8 +55,16 @@ _UNSUPPORTED = {
 }
 _CHOICE_METRICS = ("acc", "acc_norm", "acc_bytes", "exact_match")
 _GENERATION_METRICS = ("exact_match",)
+_ALLOWED_METRICS = {"multiple_choice": _CHOICE_METRICS, "generate_until": _GENERATION_METRICS,
+                    "loglikelihood": ("perplexity", "acc"),
+                    "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte")}
+# aggregations other than a mean over samples: the batch grader computes them over the task
+_TASK_AGGREGATIONS = {"perplexity": "perplexity", "word_perplexity": "weighted_perplexity",
+                      "byte_perplexity": "weighted_perplexity", "bits_per_byte": "bits_per_byte"}
 _FILTERS = ("regex", "take_first", "remove_whitespace", "lowercase", "uppercase", "map")
-_DEFAULT_METRICS = {"multiple_choice": ["acc", "acc_norm"], "generate_until": ["exact_match"]}
+_DEFAULT_METRICS = {"multiple_choice": ["acc", "acc_norm"], "generate_until": ["exact_match"],
+                    "loglikelihood": ["perplexity", "acc"],
+                    "loglikelihood_rolling": ["word_perplexity", "byte_perplexity", "bits_per_byte"]}
 _ID = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
@@ -98,9 +106,6 @@ def import_task(
     output_type = config.get("output_type", "generate_until")
     if output_type not in _OUTPUT_TYPES:
         raise LmEvalImportError(f"{where}: output_type {output_type!r} is not one of {', '.join(_OUTPUT_TYPES)}")
-    if output_type in ("loglikelihood", "loglikelihood_rolling"):
-        raise LmEvalImportError(f"{where}: output_type {output_type!r} is not imported yet (multiple_choice "
-                                "and generate_until are)")
     if isinstance(config.get("doc_to_text"), int):
         raise LmEvalImportError(f"{where}: doc_to_text is a choice index (a multiple-input task); not supported")
     if config.get("dataset_path") is None:
@@ -147,11 +152,16 @@ def import_task(
     metrics = _metrics(config, output_type, where)
     filters = _filters(config, output_type, where)
     task["preprocess"] = {"type": "python", "contract": "batch", "source": _runtime_source(runtime, modules)}
-    task["grader"] = {"type": "python", "contract": "sample", "source": _grader_source(output_type, metrics, filters)}
+    contract = "batch" if output_type in ("loglikelihood", "loglikelihood_rolling") else "sample"
+    task["grader"] = {"type": "python", "contract": contract, "source": _grader_source(output_type, metrics, filters)}
     task["metrics"] = [{"id": metric_id, "higher_is_better": better} for metric_id, better in
                        _metric_ids(metrics, filters, output_type)]
     if output_type == "multiple_choice":
         task["loglikelihood"] = {"type": "multiple_choice", "continuations": "lm_eval.continuations"}
+    elif output_type == "loglikelihood":
+        task["loglikelihood"] = {"type": "loglikelihood", "continuations": "lm_eval.continuations"}
+    elif output_type == "loglikelihood_rolling":
+        task["loglikelihood"] = {"type": "loglikelihood_rolling"}
     if output_type == "generate_until":
         task["generation"] = _generation(config, where)
     task["metadata"] = {"lm_eval_task": name, "lm_eval_output_type": output_type,
@@ -239,7 +249,7 @@ def _fewshot(config: dict[str, Any], fs: dict[str, Any], count: int, test_split:
 def _metrics(config: dict[str, Any], output_type: str, where: str) -> list[dict[str, Any]]:
     listed = config.get("metric_list")
     metrics = [{"metric": m} for m in _DEFAULT_METRICS[output_type]] if listed is None else listed
-    allowed = _CHOICE_METRICS if output_type == "multiple_choice" else _GENERATION_METRICS
+    allowed = _ALLOWED_METRICS[output_type]
     out = []
     for metric in metrics:
         name = metric.get("metric")
@@ -247,7 +257,7 @@ def _metrics(config: dict[str, Any], output_type: str, where: str) -> list[dict[
             shown = name.get("function") if isinstance(name, dict) else name
             raise LmEvalImportError(f"{where}: metric {shown!r} is not supported for {output_type} "
                                     f"(supported: {', '.join(allowed)})")
-        if metric.get("aggregation", "mean") != "mean":
+        if metric.get("aggregation", _TASK_AGGREGATIONS.get(name, "mean")) != _TASK_AGGREGATIONS.get(name, "mean"):
             raise LmEvalImportError(f"{where}: metric {name!r}: aggregation {metric['aggregation']!r} is not supported")
         out.append(dict(metric))
     return out
@@ -270,7 +280,7 @@ def _filters(config: dict[str, Any], output_type: str, where: str) -> list[dict[
 def _metric_ids(metrics: list[dict[str, Any]], filters: list[dict[str, Any]], output_type: str) -> list[tuple[str, bool]]:
     ids = []
     for metric in metrics:
-        better = bool(metric.get("higher_is_better", True))
+        better = bool(metric.get("higher_is_better", metric["metric"] not in _TASK_AGGREGATIONS))
         if output_type != "generate_until":
             ids.append((metric["metric"], better))
             continue

@@ -64,6 +64,17 @@ def _triviaqa(split: str, n: int) -> list[dict]:
             for i in range(n)]
 
 
+def _lambada(split: str, n: int) -> list[dict]:
+    words = ["kettle", "garden", "river", "lantern", "harbour", "meadow"]
+    return [{"text": f"She walked {i} miles along the quiet road and at last she saw the {words[i % len(words)]}"}
+            for i in range(n)]
+
+
+def _pile(split: str, n: int) -> list[dict]:
+    return [{"text": f"We prove theorem {i}.  The proof uses   induction on n — and ends here.", "meta": {"i": i}}
+            for i in range(n)]
+
+
 DATASETS = {
     "arc_easy": ("allenai/ai2_arc", {"ARC-Easy": {"train": _arc("train", 6), "validation": _arc("validation", 4),
                                                    "test": _arc("test", 5)}}),
@@ -74,5 +85,7 @@ DATASETS = {
     "gsm8k": ("openai/gsm8k", {"main": {"train": _gsm8k("train", 7), "test": _gsm8k("test", 4)}}),
     "triviaqa": ("mandarjoshi/trivia_qa", {"rc.nocontext": {"train": _triviaqa("train", 5),
                                                              "validation": _triviaqa("validation", 4)}}),
+    "lambada_openai": ("EleutherAI/lambada_openai", {"default": {"test": _lambada("test", 6)}}),
+    "pile_arxiv": ("EleutherAI/pile", {"pile_arxiv": {"train": _pile("train", 4)}}),
     "truthfulqa_mc1": ("truthfulqa/truthful_qa", {"multiple_choice": {"validation": _truthfulqa("validation", 4)}}),
 }

@@ -107,3 +107,57 @@ def test_generation_kwargs_become_each_tasks_own_settings(tmp_path_factory: pyte
     assert gsm8k_body["temperature"] == 0.0
     assert set(result.metrics.metric) == {"exact_match.strict-match", "exact_match.flexible-extract",
                                           "exact_match.remove_whitespace"}
+
+
+def _folder(tmp_path_factory: pytest.TempPathFactory, task: str) -> tuple[str, str]:
+    path, configs = DATASETS[task]
+    return path, str(mirror(tmp_path_factory.mktemp(task), path, configs))
+
+
+def test_a_loglikelihood_task_reports_perplexity_and_acc_as_lm_eval(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from lm_eval.api.metrics import mean, perplexity
+
+    path, folder = _folder(tmp_path_factory, "lambada_openai")
+    suite = Suite.from_lm_eval("lambada_openai", dataset_paths={path: folder})
+    items = suite.items("lambada_openai")
+    oracle = lm_eval_task("lambada_openai", folder, 0)
+    oracle.build_all_requests()
+    assert [(i.prompt, i.continuations[0]) for i in items] == [tuple(inst.arguments) for inst in oracle.instances]
+    with LocalModelServer(token_logprobs={" kettle": -0.2, " river": -0.3}) as server:
+        model = Model("m", base_url=server.base_url, api="completions")
+        result = evalnb.run(suite, [model])
+
+        async def score():
+            async with ModelClient(model) as client:
+                return [(await client.loglikelihoods([(i.prompt, i.continuations[0])]))[0] for i in items]
+        scored = asyncio.run(score())
+    per_doc = [oracle.process_results(inst.doc, [(s.logprob, s.is_greedy)]) for inst, s in zip(oracle.instances, scored)]
+    got = result.metrics.set_index("metric")["mean"]
+    assert got["perplexity"] == pytest.approx(perplexity([d["perplexity"] for d in per_doc]))
+    assert got["acc"] == pytest.approx(mean([d["acc"] for d in per_doc]))
+    assert 0 < got["acc"] < 1
+
+
+def test_a_rolling_task_reports_word_and_byte_perplexity_and_bits_per_byte(tmp_path_factory) -> None:
+    from lm_eval.api.metrics import bits_per_byte, weighted_perplexity
+
+    path, folder = _folder(tmp_path_factory, "pile_arxiv")
+    suite = Suite.from_lm_eval("pile_arxiv", dataset_paths={path: folder})
+    items = suite.items("pile_arxiv")
+    assert items[0].continuations is None and items[0].target.startswith("We prove theorem 0.")
+    oracle = lm_eval_task("pile_arxiv", folder, 0)
+    oracle.build_all_requests()
+    assert [i.target for i in items] == [inst.arguments[0] for inst in oracle.instances]
+    with LocalModelServer(token_logprobs=flat) as server:
+        model = Model("m", base_url=server.base_url, api="completions")
+        result = evalnb.run(suite, [model])
+
+        async def score():
+            async with ModelClient(model) as client:
+                return [(await client.loglikelihoods([("", i.target)]))[0].logprob for i in items]
+        lls = asyncio.run(score())
+    per_doc = [oracle.process_results(inst.doc, (ll,)) for inst, ll in zip(oracle.instances, lls)]
+    got = result.metrics.set_index("metric")["mean"]
+    assert got["word_perplexity"] == pytest.approx(weighted_perplexity([d["word_perplexity"] for d in per_doc]))
+    assert got["byte_perplexity"] == pytest.approx(weighted_perplexity([d["byte_perplexity"] for d in per_doc]))
+    assert got["bits_per_byte"] == pytest.approx(bits_per_byte([d["bits_per_byte"] for d in per_doc]))
