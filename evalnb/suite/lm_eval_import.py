@@ -198,6 +198,8 @@ def _dataset(config: dict[str, Any], split: str, paths: Mapping[str, str], limit
     if config.get("dataset_name") is not None:
         out["name"] = str(config["dataset_name"])
     kwargs = {k: v for k, v in (config.get("dataset_kwargs") or {}).items() if k != "trust_remote_code"}
+    if "data_files" in kwargs:
+        kwargs["data_files"] = _https_files(kwargs["data_files"])
     if kwargs:
         out["dataset_kwargs"] = kwargs
     if limit_rows is not None:
@@ -208,6 +210,24 @@ def _dataset(config: dict[str, Any], split: str, paths: Mapping[str, str], limit
 def _inline_samples(config: dict[str, Any], fs: dict[str, Any]) -> bool:
     """Few-shot examples written into the config (``fewshot_config.samples``) and no split to draw from."""
     return (fs.get("split") or config.get("fewshot_split")) is None and fs.get("samples") is not None
+
+
+_HF_URL = re.compile(r"hf://datasets/([^/@]+/[^/@]+)(?:@([^/]+))?/(.+)")
+
+
+def _https_files(files: Any) -> Any:
+    """``hf://datasets/org/name[@rev]/path`` data files as the https URLs they stand for
+    (a manifest's builder ``data_files`` are http(s) URLs)."""
+    if isinstance(files, dict):
+        return {k: _https_files(v) for k, v in files.items()}
+    if isinstance(files, list):
+        return [_https_files(v) for v in files]
+    if isinstance(files, str):
+        match = _HF_URL.fullmatch(files)
+        if match:
+            repo, revision, path = match.groups()
+            return f"https://huggingface.co/datasets/{repo}/resolve/{revision or 'main'}/{path}"
+    return files
 
 
 def _fewshot_runtime(config: dict[str, Any], fs: dict[str, Any], where: str) -> dict[str, Any]:

@@ -134,3 +134,10 @@ def test_two_tasks_with_their_own_utils_py_keep_their_own_hooks(tmp_path: Path) 
     assert suite.items("my_sums")[1].prompt == "Sums.\n\nWHAT IS 1 + 1?\nAnswer:"
     assert suite.items("my_sums_b")[1].prompt == "Sums.\n\nwhat is 1 + 1?!\nAnswer:"
     assert suite.items("my_sums")[2].prompt == "Sums.\n\nWHAT IS 2 + 2?\nAnswer:"
+
+
+def test_hf_scheme_data_files_become_https_urls() -> None:
+    task = Suite.from_lm_eval("arithmetic_2da").task("arithmetic_2da")
+    files = task.dataset.dataset_kwargs["data_files"]
+    assert "https://huggingface.co/datasets/EleutherAI/arithmetic/resolve/main/data/two_digit_addition.jsonl" in json.dumps(files)
+    assert task.loglikelihood.type == "loglikelihood" and [m.id for m in task.metrics] == ["acc"]
