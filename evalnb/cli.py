@@ -105,6 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check the manifest alone: read no rows, load no code")
     p.set_defaults(handler=cmd_validate)
 
+    p = sub.add_parser("import-lm-eval", parents=[common],
+                       help="write a manifest from lm-evaluation-harness tasks (names, groups, YAML paths)")
+    p.add_argument("tasks", nargs="+", metavar="TASK", help="lm-eval task, group or tag name, or a task YAML path")
+    p.add_argument("-o", "--output", help="manifest file to write (.yaml, .yml or .json; default: YAML on stdout)")
+    p.add_argument("--num-fewshot", type=_non_negative, help="few-shot examples per prompt (default: each task's)")
+    p.add_argument("--dataset-path", action="append", default=[], metavar="DATASET=FOLDER",
+                   help="read lm-eval dataset_path DATASET from a local Hugging Face folder (repeatable)")
+    p.add_argument("--limit-rows", type=_positive, help="read at most N rows per task (max_rows)")
+    p.set_defaults(handler=cmd_import_lm_eval)
+
     p = sub.add_parser("preview", parents=[common], help="show the prompt, target and row of an item")
     p.add_argument("file", help="suite manifest")
     _allow_paths_flag(p)
@@ -288,6 +298,50 @@ def cmd_validate(args: argparse.Namespace) -> int:
     scope = " (schema only)" if args.schema_only else ""
     print(f"{args.file}: valid{scope}; suite version {suite.version[:12]}; {len(suite.tasks)} {noun}: {tasks}")
     return 0
+
+
+def cmd_import_lm_eval(args: argparse.Namespace) -> int:
+    from evalnb.suite import Suite
+
+    paths = {}
+    for pair in args.dataset_path:
+        name, sep, folder = pair.partition("=")
+        if not sep or not name or not folder:
+            raise CliError(f"--dataset-path {pair!r}: expected DATASET=FOLDER")
+        paths[name] = str(Path(folder).expanduser().resolve())
+    suite = Suite.from_lm_eval(list(args.tasks), num_fewshot=args.num_fewshot, dataset_paths=paths,
+                               limit_rows=args.limit_rows)
+    data = suite.to_dict()
+    out = args.output
+    if out is not None and Path(out).suffix.lower() == ".json":
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    elif out is None or Path(out).suffix.lower() in (".yaml", ".yml"):
+        text = _yaml_text(data)
+    else:
+        raise CliError(f"{out}: unsupported manifest file type; use .yaml, .yml or .json")
+    if out is None:
+        sys.stdout.write(text)
+        return 0
+    _write_text(out, text)
+    noun = "task" if len(suite.tasks) == 1 else "tasks"
+    print(f"{out}: {len(suite.tasks)} {noun} ({', '.join(t.id for t in suite.tasks)}); "
+          f"suite version {suite.version[:12]}")
+    return 0
+
+
+def _yaml_text(data: Any) -> str:
+    """YAML that evalnb reads back unchanged; multi-line strings (code) as literal blocks."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: Any, value: str) -> Any:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
 def _allow_paths_flag(parser: argparse.ArgumentParser) -> None:

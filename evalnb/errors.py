@@ -58,3 +58,7 @@ class MissingFieldWarning(UserWarning):
 
 class BudgetExhausted(EvalnbError):
     """A run's cost budget (``max_cost_usd``) has no room for another call; the run stops."""
+
+
+class LmEvalImportError(EvalnbError, ValueError):
+    """An lm-eval task could not be imported: names the task (or YAML) and what does not map."""

@@ -18,6 +18,10 @@ What goes where (SPEC §9 and the Decisions):
   prefill_think, use_cache``, then ``extra_body``) goes only to servers that are not OpenAI.
   ``extra_body`` may override ordinary fields but never the request's identity (``model``,
   ``input``, ``messages``, ``stream``...) or anything that authenticates.
+- Completions (``POST /completions``, plain text): the prompt as it is, ``max_output_tokens``
+  as ``max_tokens``, and ``temperature``, ``top_p``, ``stop``, the penalties and pass-through
+  fields as for chat; ``instructions`` (no place for it in a plain prompt) and tool settings
+  are not sent.
 - Execution controls (``timeout_seconds``, ``max_retries``, ``max_empty_retries``) are never sent.
 """
 
@@ -110,6 +114,27 @@ def build_chat_request(
     return body
 
 
+COMPLETIONS_SAME_NAME = ("temperature", "top_p", "stop", "presence_penalty", "frequency_penalty")
+COMPLETIONS_NOT_SENT = ("instructions", "tools", "tool_choice", "parallel_tool_calls", "max_tool_calls",
+                        "reasoning", "text", "truncation", "service_tier")
+
+
+def build_completions_request(
+    model_name: str, prompt: str, gen: dict[str, Any] | None, *, is_openai: bool
+) -> dict[str, Any]:
+    """A ``POST /completions`` body: the prompt as plain text (no chat template)."""
+    g = canonical(gen)
+    body: dict[str, Any] = {"model": model_name, "prompt": prompt}
+    for key in COMPLETIONS_SAME_NAME:
+        if key in g:
+            body[key] = g[key]
+    if "max_output_tokens" in g:
+        body["max_tokens"] = g["max_output_tokens"]
+    if not is_openai:
+        _add_passthrough(body, g)
+    return body
+
+
 def unsent_fields(gen: dict[str, Any] | None, *, api: str, is_openai: bool) -> list[str]:
     """Set generation fields this endpoint will not receive (so the runner can warn once)."""
     g = canonical(gen)
@@ -120,6 +145,8 @@ def unsent_fields(gen: dict[str, Any] | None, *, api: str, is_openai: bool) -> l
             skipped.update(RESPONSES_NOT_OPENAI)
     if api == "chat":
         skipped.update(CHAT_NOT_SENT)
+    if api == "completions":
+        skipped.update(COMPLETIONS_NOT_SENT)
     return sorted(k for k in g if k in skipped)
 
 

@@ -18,13 +18,20 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalnb.errors import ProviderError
 from evalnb.providers.aimd import AdaptiveLimit
-from evalnb.providers.build import build_chat_request, build_responses_request, canonical
+from evalnb.providers.build import (
+    build_chat_request,
+    build_completions_request,
+    build_responses_request,
+    canonical,
+)
+from evalnb.providers.logprobs import Loglikelihood
 from evalnb.providers.model import Model
 from evalnb.providers.parse import (
     BadReply,
     decode_json,
     error_message,
     parse_chat,
+    parse_completions,
     parse_responses,
     responses_output_text,
 )
@@ -159,6 +166,8 @@ class ModelClient:
         is_openai, name = self.model.is_openai, self.model.name
         if self.model.api == "chat":
             path, parse, build = "/chat/completions", parse_chat, build_chat_request
+        elif self.model.api == "completions":
+            path, parse, build = "/completions", parse_completions, build_completions_request
         else:
             path, parse, build = "/responses", parse_responses, build_responses_request
         prepared = _Prepared(
@@ -173,6 +182,37 @@ class ModelClient:
         # a deep copy: an edit inside a nested value (a stop list) must not go unnoticed
         self._prepared_cache[id(gen)] = (gen, copy.deepcopy(gen), prepared)
         return prepared
+
+    async def loglikelihoods(self, requests: list[tuple[str, str]]) -> list[Loglikelihood]:
+        """The log-probability of each ``continuation`` after its ``context``, in one call.
+
+        ``requests`` are ``(context, continuation)`` pairs, sent as one list prompt to
+        ``POST /completions`` with ``echo`` and ``logprobs`` (`evalnb.providers.logprobs`).
+        Needs ``Model(api="completions")``; a server that does not echo log-probabilities
+        raises `ProviderError` (not retried) saying so.
+        """
+        from evalnb.providers.logprobs import loglikelihood_request, parse_loglikelihoods
+
+        if self.model.api != "completions":
+            raise ProviderError(
+                f"{self.model.label}: scoring by log-likelihood needs Model(..., api='completions') "
+                f"(a /v1/completions server that echoes logprobs, e.g. vLLM); this model uses api={self.model.api!r}",
+                status=None, retryable=False)
+        body = loglikelihood_request(self.model.name, requests)
+        label = self.model.label
+
+        def parse(reply: Any) -> list[Loglikelihood]:
+            return parse_loglikelihoods(reply, requests, label)
+
+        return await self._call("/completions", _dumps(body), parse, self.timeout_seconds, self.max_retries, _Stats())
+
+    async def check_loglikelihoods(self) -> None:
+        """Raise `ProviderError` now if this model cannot score by log-likelihood (one tiny call).
+
+        For a run's preflight: a server without echoed log-probabilities is found before any
+        item is sent, not after a run of unscored samples.
+        """
+        await self.loglikelihoods([("The sky is", " blue")])
 
     async def embeddings(self, input: str | list[str], **params: Any) -> dict[str, Any]:
         """``POST /embeddings`` for this model (``params``: ``dimensions``, ``encoding_format``...)."""

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
-APIS = ("responses", "chat")
+APIS = ("responses", "chat", "completions")
 # Header names whose values are credentials: redacted from errors, hidden from repr.
 SECRET_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization", "cookie"})
 
@@ -25,7 +25,9 @@ class Model:
     >>> Model("qwen2.5-7b", base_url="http://localhost:8000/v1/", api="chat")
     Model('qwen2.5-7b', base_url='http://localhost:8000/v1', api='chat')
 
-    ``api``: ``"responses"`` (POST /responses) or ``"chat"`` (POST /chat/completions).
+    ``api``: ``"responses"`` (POST /responses), ``"chat"`` (POST /chat/completions) or
+    ``"completions"`` (POST /completions: plain-text prompts, and the only API that can score
+    by log-likelihood, with ``echo`` and ``logprobs``, as vLLM serves it).
     ``label`` names the model in results (default: ``name``); give distinct labels when two
     models share a name. The key is looked up when a call is made, not when the model is
     created: ``api_key`` if given, else the environment variable ``api_key_env``. When
@@ -37,7 +39,7 @@ class Model:
 
     name: str
     base_url: str | None = None
-    api: Literal["responses", "chat"] = "responses"
+    api: Literal["responses", "chat", "completions"] = "responses"
     api_key: str | None = field(default=None, compare=False)
     api_key_env: str | None = None
     headers: Mapping[str, str] | None = field(default=None, hash=False)
@@ -48,7 +50,7 @@ class Model:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"Model name must be a non-empty string, got {self.name!r}")
         if self.api not in APIS:
-            raise ValueError(f"Model api must be 'responses' or 'chat', got {self.api!r}")
+            raise ValueError(f"Model api must be 'responses', 'chat' or 'completions', got {self.api!r}")
         object.__setattr__(self, "base_url", normalise_base_url(self.base_url or OPENAI_BASE_URL))
         if self.label is None:
             object.__setattr__(self, "label", self.name)

@@ -73,6 +73,15 @@ def parse_chat(body: Any) -> Reply:
     return Reply(text, normalise_usage(body.get("usage")), _id(body))
 
 
+def parse_completions(body: Any) -> Reply:
+    """A text_completion object -> `Reply` (the first choice's text)."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise BadReply(f"reply has no choices: {_brief(body)}")
+    text = choices[0].get("text")
+    return Reply(text if isinstance(text, str) else "", normalise_usage(body.get("usage")), _id(body))
+
+
 def normalise_usage(usage: Any) -> dict[str, int] | None:
     """Either API's usage -> ``{input_tokens, output_tokens, total_tokens}`` (None if absent).
 

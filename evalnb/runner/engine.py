@@ -435,6 +435,27 @@ class RunEngine:
 
         return on_event
 
+    async def _check_loglikelihood_models(self) -> None:
+        """A run with log-likelihood tasks checks every model can score them before any item is
+        sent (``api="completions"`` on a server that echoes logprobs): no run of unscored samples."""
+        from evalnb.errors import ProviderError
+
+        if self.executor.name != "local" and any(getattr(state.task, "generation", None) is not None
+                                                 for state in self.tasks.values()):
+            raise ProviderError(f"tasks with their own generation settings run only with the local executor "
+                                f"(not {self.executor.name!r})", status=None, retryable=False)
+        if not any(getattr(state.task, "loglikelihood", None) is not None for state in self.tasks.values()):
+            return
+        if self.executor.name != "local":
+            raise ProviderError(f"log-likelihood tasks run only with the local executor (not {self.executor.name!r})",
+                                status=None, retryable=False)
+        for label, client in self.clients.items():
+            try:
+                await client.check_loglikelihoods()
+            except ProviderError as exc:
+                raise ProviderError(f"log-likelihood tasks cannot run: {exc}", status=exc.status,
+                                    retryable=False) from None
+
     # ---- the pipeline ---------------------------------------------------------------------
     async def _run_all(self) -> None:
         from evalnb.runner.run_context import RunContext
@@ -442,6 +463,7 @@ class RunEngine:
         await self._preloaded  # see runner.preload
         grading = self.grading
         grading.check_aggregates()  # tasks whose samples were all finished before this run
+        await self._check_loglikelihood_models()
         executor = self.executor
         self.context = RunContext(plan=self.plan, run_id=self.run_id, store=self.store, writer=self.writer,
                                   progress=self.progress, budget=self.budget, tasks=self.tasks, grading=grading,

@@ -45,6 +45,15 @@ def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
         yield chunk
 
 
+def key_text(item: Any) -> str:
+    """What an item's request key hashes: its prompt, and a log-likelihood item's continuations
+    (two items with one prompt and different choices are different requests)."""
+    continuations = getattr(item, "continuations", None)
+    if continuations is None:
+        return item.prompt
+    return "\x00".join((item.prompt, "loglikelihood", *continuations))
+
+
 class Planner:
     """The survey and the work pass of one run (see the module docstring)."""
 
@@ -62,15 +71,23 @@ class Planner:
         self.has_own = continuing and store.has_completed(run_id)
         self.cache_run = None if plan.reuse else run_id  # reuse=False: only the run's own answers
         self.use_cache = plan.reuse or continuing
+        from evalnb.suite.task_generation import merged_generation
+
         gen = plan.generation
         self._keys = {m.label: request_key_function(m.name, m.base_url, m.api, gen) for m in plan.models}
+        # a task with its own generation settings (an evalnb extension) asks with those merged in
+        self._task_keys = {
+            (task.id, m.label): request_key_function(m.name, m.base_url, m.api, merged_generation(gen, task.generation))
+            for task in plan.suite.tasks if getattr(task, "generation", None) is not None for m in plan.models
+        }
         self.decisions: dict[tuple[str, str, int], bytearray] = {}
         self._labels = [m.label for m in plan.models]
 
-    def key(self, label: str, prompt: str, epoch: int) -> str:
+    def key(self, label: str, prompt: str, epoch: int, task_id: str | None = None) -> str:
         from evalnb.store import epoch_request_key
 
-        key = self._keys[label](prompt)
+        keyer = self._task_keys.get((task_id, label)) if self._task_keys else None
+        key = (keyer or self._keys[label])(prompt)
         return epoch_request_key(key, epoch) if epoch else key
 
     # ---- 1. the survey ----------------------------------------------------------------------
@@ -135,7 +152,7 @@ class Planner:
                 if d is None or not 0 <= j < n or d[j] != CALL:
                     continue
                 item = chunk[j]
-                if key == self.key(label, item.prompt, epoch) and target == item.target and row_hash_ == row_hash(j):
+                if key == self.key(label, key_text(item), epoch, task_id) and target == item.target and row_hash_ == row_hash(j):
                     d[j] = COPY
                     result.copied[label] += 1
                     name = metric.get(label)
@@ -148,7 +165,7 @@ class Planner:
             for (label, epoch), d in dec.items():
                 for j in range(n):
                     if d[j] == CALL:
-                        wanted.setdefault(self.key(label, chunk[j].prompt, epoch), []).append((d, j))
+                        wanted.setdefault(self.key(label, key_text(chunk[j]), epoch, task_id), []).append((d, j))
             if wanted:
                 for key in self.store.cached_keys(wanted, run_id=self.cache_run):
                     for d, j in wanted[key]:
@@ -191,7 +208,7 @@ class Planner:
                 for model, d in rows:
                     code = d[i] if i < len(d) else CALL
                     if code == CALL or code == CACHED:
-                        unit = Unit(task_id, item, model, self.key(model.label, item.prompt, epoch), epoch)
+                        unit = Unit(task_id, item, model, self.key(model.label, key_text(item), epoch, task_id), epoch)
                         units.append(unit)
                         if code == CACHED:
                             cached.append(unit)

@@ -36,6 +36,7 @@ class RunContext:
         self.fail_fast = fail_fast  # `runner.fail_fast.FailFast`: stops a model or task whose calls all fail
         gen = plan.generation
         self._gen = gen
+        self._task_gen: dict[str, dict[str, Any]] = {}  # task id -> run settings + the task's own
         self._max_out = gen.get("max_output_tokens")
         self._instructions = gen.get("instructions") if isinstance(gen.get("instructions"), str) else None
 
@@ -45,10 +46,16 @@ class RunContext:
         from evalnb.providers import build_chat_request, build_responses_request
 
         model = unit.model
+        gen = self._generation(unit)
         if model.api == "chat":
-            body = build_chat_request(model.name, unit.item.prompt, self._gen, is_openai=model.is_openai)
+            body = build_chat_request(model.name, unit.item.prompt, gen, is_openai=model.is_openai)
             return ModelRequest(model, "/chat/completions", body)
-        body = build_responses_request(model.name, unit.item.prompt, self._gen, is_openai=model.is_openai)
+        if model.api == "completions":
+            from evalnb.providers.build import build_completions_request
+
+            body = build_completions_request(model.name, unit.item.prompt, gen, is_openai=model.is_openai)
+            return ModelRequest(model, "/completions", body)
+        body = build_responses_request(model.name, unit.item.prompt, gen, is_openai=model.is_openai)
         return ModelRequest(model, "/responses", body)
 
     def sample(self, unit: Unit, output: Output | dict | None = None) -> Sample:
@@ -92,7 +99,11 @@ class RunContext:
         cost = None
         started = time.perf_counter()
         try:
-            completion = await self._clients[model.label].complete(unit.item.prompt, self._gen)
+            spec = self._loglikelihood(unit)
+            if spec is not None:
+                completion = await self._score_continuations(unit, spec)
+            else:
+                completion = await self._clients[model.label].complete(unit.item.prompt, self._generation(unit))
             cost = call_cost(completion.usage, model.price)
         except ProviderError as exc:
             mp.in_flight -= 1
@@ -113,6 +124,46 @@ class RunContext:
         mp.cost_usd += cost or 0.0
         self._writer.put_outputs([output])
         self._extract(unit, self._generated(unit, output, reused=False))
+
+    def _generation(self, unit: Unit) -> dict[str, Any]:
+        """The run's generation settings with the task's own (``task.generation``) on top; one
+        dict per task, so the client's per-settings cache still sees the same object."""
+        cache = self._task_gen
+        gen = cache.get(unit.task_id)
+        if gen is None:
+            from evalnb.suite.task_generation import merged_generation
+
+            state = self.tasks.get(unit.task_id)
+            gen = cache[unit.task_id] = merged_generation(self._gen, getattr(getattr(state, "task", None),
+                                                                             "generation", None))
+        return gen
+
+    def _loglikelihood(self, unit: Unit) -> Any:
+        """The task's ``loglikelihood`` spec (None: a generation task)."""
+        state = self.tasks.get(unit.task_id)
+        return getattr(getattr(state, "task", None), "loglikelihood", None)
+
+    async def _score_continuations(self, unit: Unit, spec: Any) -> Any:
+        """A log-likelihood task's call: every continuation of the item in one /completions call.
+
+        The reply is kept as the output text, JSON ``{"loglikelihoods": [...], "is_greedy": [...]}``
+        (one entry per continuation; a rolling task scores its target from an empty prompt), so
+        the store, the output cache and the grader all see the numbers.
+        """
+        import json
+        import time
+
+        from evalnb.providers.client import Completion
+
+        item = unit.item
+        if spec.type == "loglikelihood_rolling":
+            pairs = [("", item.target)]
+        else:
+            pairs = [(item.prompt, c) for c in item.continuations or ()]
+        started = time.perf_counter()
+        scored = await self._clients[unit.model.label].loglikelihoods(pairs)
+        text = json.dumps({"loglikelihoods": [s.logprob for s in scored], "is_greedy": [s.is_greedy for s in scored]})
+        return Completion(text=text, usage=None, response_id=None, latency_s=time.perf_counter() - started)
 
     def answered(self, unit: Unit) -> None:
         """`unit.output` (the output cache's answer) stands for the call: extract, grade, store."""

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from evalnb.suite.templates import missing_field_check, render_template
+from evalnb.suite.templates import field_value, missing_field_check, render_template
 
 if TYPE_CHECKING:
     from evalnb.suite.manifest import SuiteManifest as Suite, Task
@@ -45,12 +45,17 @@ class Item:
     fewshot: tuple[FewshotExample, ...] = field(default_factory=tuple)
     question: str = ""  # the rendered prompt without few-shot examples
     missing_field: bool = False  # the prompt or target template named a field this row lacks
+    description: str = ""  # the task's description (an evalnb extension), before everything else
+    # what a log-likelihood task scores (prompt + each continuation); None for generation tasks
+    continuations: tuple[str, ...] | None = None
 
     def as_grader_item(self) -> dict[str, Any]:
         """The `item` dict a grader receives (SPEC Decisions: row fields + rendered fields)."""
         item = dict(self.row)
         item["target"] = self.target
         item["prompt"] = self.prompt
+        if self.continuations is not None:
+            item["continuations"] = list(self.continuations)
         # A task without choices leaves a row's own `choices` in place, as templates do (and
         # as evalnb.scoring.grading.make_item does).
         if self.choices is not None or "choices" not in item:
@@ -168,16 +173,48 @@ def iter_items(
             if shots:
                 sep = fewshot.separator
                 prompt = sep.join(s.text for s in shots) + sep + question
+        description = render_template(task.description, row, choices) if task.description else ""
         yield Item(
             index=index,
             row=row,
-            prompt=prompt,
+            prompt=description + prompt,
             target=render_template(target_template, row, choices),
             choices=choices,
             fewshot=shots,
             question=question,
             missing_field=lacks_field(row),
+            description=description,
+            continuations=item_continuations(task, row),
         )
+
+
+def item_continuations(task: "Task", row: dict) -> tuple[str, ...] | None:
+    """A log-likelihood task's continuations for one row (None for a generation task).
+
+    ``loglikelihood.continuations`` names a row field (a list of strings, or one string);
+    without it a multiple-choice task uses its ``choices``, each after ``delimiter``. A
+    rolling (perplexity) task scores its target and has none. A missing or malformed field is
+    an error naming the task and the field.
+    """
+    spec = task.loglikelihood
+    if spec is None or spec.type == "loglikelihood_rolling":
+        return None
+    if spec.continuations is None:
+        return tuple(spec.delimiter + choice for choice in task.choices or ())
+    try:
+        value = field_value(row, spec.continuations)
+    except KeyError:
+        raise ValueError(
+            f"task {task.id!r}: loglikelihood.continuations: the row has no field {spec.continuations!r}"
+        ) from None
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(
+            f"task {task.id!r}: loglikelihood.continuations: {spec.continuations!r} must be a list of "
+            f"strings (found {type(value).__name__})"
+        )
+    return tuple(value)
 
 
 class _FewshotRenderer:

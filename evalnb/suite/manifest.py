@@ -68,6 +68,8 @@ from evalnb.suite.datasets import (
 from evalnb.errors import ManifestError
 from evalnb.suite.extraction_spec import EXTRACTION_PARAMS, OutputExtraction
 from evalnb.suite.paths import paths_outside
+from evalnb.suite.loglikelihood_spec import LoglikelihoodSpec
+from evalnb.suite.task_generation import TaskGeneration
 from evalnb.suite.python_spec import (
     DEFAULT_MODEL_CALLS,
     DEFAULT_TIMEOUT,
@@ -93,6 +95,7 @@ __all__ = [
     "FewshotSpec",
     "PreprocessSpec",
     "OutputExtraction",
+    "LoglikelihoodSpec",
     "MetricSpec",
     "GraderSpec",
     "ManifestModel",
@@ -183,6 +186,11 @@ class Task(ManifestModel):
     dataset: Dataset
     prompt_template: NonEmptyStr
     target_template: str | None = None
+    description: str | None = Field(
+        default=None,
+        description="a template put before the few-shot examples and the prompt (lm-eval's description); "
+        "an evalnb extension",
+    )
     choices: list[str] | None = None
     fewshot: FewshotSpec | None = None
     num_fewshot: Annotated[int, Field(ge=0, le=MAX_FEWSHOT)] | None = Field(
@@ -192,6 +200,16 @@ class Task(ManifestModel):
     output_extraction: OutputExtraction = Field(default_factory=OutputExtraction)
     metrics: list[MetricSpec] = Field(default_factory=list)
     grader: GraderSpec
+    loglikelihood: LoglikelihoodSpec | None = Field(
+        default=None,
+        description="score by the log-probability of each continuation over /v1/completions instead "
+        "of generating; an evalnb extension (see evalnb.suite.loglikelihood_spec)",
+    )
+    generation: TaskGeneration | None = Field(
+        default=None,
+        description="the task's own generation settings (lm-eval's generation_kwargs: until, max_gen_toks, "
+        "temperature...); the run's generation fills in the rest; an evalnb extension",
+    )
     metadata: Metadata = Field(default_factory=dict)
 
     _tagged_unions = _DATASET_UNIONS
@@ -217,6 +235,11 @@ class Task(ManifestModel):
         if isinstance(metrics, list):
             ids = [raw_field(metric, "id") for metric in metrics]
             problems += duplicates(ids, ("metrics",), "metric id")
+        scoring = data.get("loglikelihood")
+        if (raw_field(scoring, "type") or "multiple_choice") == "multiple_choice" and scoring is not None:
+            if raw_field(scoring, "continuations") is None and data.get("choices") is None:
+                problems.append(problem(("loglikelihood", "continuations"), "missing",
+                                        "multiple_choice needs continuations (a row path) or the task's choices"))
         return problems
 
     @classmethod

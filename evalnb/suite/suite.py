@@ -6,7 +6,8 @@ them on top, so the dependency points one way: suite -> items/display -> manifes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping
 
 from evalnb.suite.display import suite_html, suite_text
 from evalnb.suite.items import suite_items
@@ -21,6 +22,30 @@ __all__ = ["Suite"]
 
 class Suite(SuiteManifest):
     """A versioned manifest: 1-100 tasks. Build it with ``from_dict`` or ``from_file``."""
+
+    @classmethod
+    def from_lm_eval(
+        cls,
+        tasks: str | Path | list[str | Path],
+        *,
+        num_fewshot: int | None = None,
+        dataset_paths: Mapping[str, str | Path] | None = None,
+        limit_rows: int | None = None,
+    ) -> "Suite":
+        """Import lm-evaluation-harness tasks: registry names, group or tag names, or task YAML paths.
+
+        Each lm-eval task becomes one task with the same id; prompts and targets are lm-eval's,
+        byte for byte (see `evalnb.suite.lm_eval_import` for what maps and what does not).
+        ``num_fewshot`` overrides every task's; ``dataset_paths`` maps an lm-eval
+        ``dataset_path`` (``"allenai/ai2_arc"``) to a local Hugging Face folder; ``limit_rows``
+        caps the rows read (``max_rows``). Registry names need the ``lm-eval`` package; its task
+        index is read once per process (10-25 s the first time).
+        """
+        from evalnb.suite.lm_eval_import import suite_dict_from_lm_eval
+
+        data = suite_dict_from_lm_eval(tasks, num_fewshot=num_fewshot, dataset_paths=dataset_paths,
+                                       limit_rows=limit_rows)
+        return cls.from_dict(data)
 
     def items(self, task_id: str, limit: int | None = None) -> list[Item]:
         """The task's rows rendered as Items (prompt, target, row), as the runner will send them."""

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Union
 
+from evalnb.testing import _logprobs as logprobs
 from evalnb.testing import _replies as replies
 from evalnb.testing._batches import BatchBook, BatchFault
 from evalnb.testing._faults import Fault, FaultSchedule, Latency, check_latency, pick_latency
@@ -77,6 +78,14 @@ class LocalModelServer:
     ``{"input_tokens": 100, "output_tokens": 20, "cached_input_tokens": 40}`` for every reply,
     or a callable ``usage(request_json, path)`` returning one (or None for the default:
     whitespace-separated words).
+    ``/v1/completions`` answers as vLLM does: a list ``prompt`` gets one choice per prompt,
+    ``echo`` repeats the prompt, ``max_tokens`` caps the generated tokens, and ``logprobs: N``
+    adds ``tokens``, ``token_logprobs``, ``top_logprobs`` and ``text_offset``. The
+    log-probabilities are a known function of the text (`evalnb.testing._logprobs`):
+    deterministic by default; ``token_logprobs`` scripts them, as a dict ``{token: logprob}``
+    or a callable ``(text_before, token) -> logprob``. ``echo_logprobs=False`` plays a server
+    that cannot echo them (llama.cpp's ``llama-server``): the prompt is not echoed and
+    ``logprobs`` is null.
     ``max_concurrency`` caps how many model calls are worked on at once, like a real deployment's
     batch slots: further requests queue (their latency starts when a slot frees), so a
     latency-bound server serves at most ``max_concurrency / latency`` calls a second however
@@ -107,6 +116,8 @@ class LocalModelServer:
         ssl: Any = None,
         batch_delay: float = 0.0,
         batch_faults: Sequence[BatchFault] | None = None,
+        token_logprobs: Mapping[str, float] | Callable[[str, str], float] | None = None,
+        echo_logprobs: bool = True,
     ):
         if responder is not None and not callable(responder) and not isinstance(responder, Mapping):
             raise TypeError("responder must be a dict of prompt substring -> answer, or a callable")
@@ -119,6 +130,10 @@ class LocalModelServer:
         if usage is not None and not callable(usage) and not isinstance(usage, Mapping):
             raise TypeError("usage must be a dict of token counts or a callable (request_json, path) -> dict")
         self.usage = usage
+        if token_logprobs is not None and not callable(token_logprobs) and not isinstance(token_logprobs, Mapping):
+            raise TypeError("token_logprobs must be a dict of token -> logprob or a callable (text_before, token) -> logprob")
+        self._token_logprob = logprobs.logprob_function(token_logprobs)
+        self.echo_logprobs = echo_logprobs
         self._responder = dict(responder) if isinstance(responder, Mapping) else responder
         self._pass_path = callable(responder) and _takes_two_args(responder)
         self.default = default
@@ -477,6 +492,9 @@ class LocalModelServer:
         if path == "/v1/responses":
             return self._with_usage(replies.responses_reply(body, text, prompt, n), body, path)
         if path == "/v1/completions":
+            if body.get("echo") or body.get("logprobs") is not None or isinstance(body.get("prompt"), list):
+                reply = logprobs.logprobs_reply(body, text, n, self._token_logprob, echo_supported=self.echo_logprobs)
+                return self._with_usage(reply, body, path)
             return self._with_usage(replies.completions_reply(body, text, prompt, n), body, path)
         return self._with_usage(replies.chat_reply(body, text, prompt, n), body, path)
 

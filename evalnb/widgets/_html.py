@@ -157,6 +157,8 @@ def prompt_view(task: "Task", item: "Item") -> str:
     if missing:
         parts.append(warning(f"missing fields: {', '.join(missing)}"))
     fewshot = task.effective_fewshot
+    if getattr(item, "description", ""):
+        parts.append(box("description (before everything else)", pre(item.description), "example"))
     for number, example in enumerate(item.fewshot, 1):
         parts.append(
             box(f"example {number} (row {example.row_index})", pre(example.text), "example")

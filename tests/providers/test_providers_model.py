@@ -33,7 +33,7 @@ def test_bad_base_urls(url):
         Model("m", base_url=url)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("kwargs", [dict(name=""), dict(name="  "), dict(name="m", api="completions"),
+@pytest.mark.parametrize("kwargs", [dict(name=""), dict(name="  "), dict(name="m", api="text"),
                                     dict(name="m", label=""), dict(name="m", headers={"a": 1}),
                                     dict(name="m", api_key=123)])
 def test_bad_fields(kwargs):
