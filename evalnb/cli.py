@@ -313,6 +313,12 @@ def cmd_import_lm_eval(args: argparse.Namespace) -> int:
                                limit_rows=args.limit_rows)
     data = suite.to_dict()
     out = args.output
+    if out is not None:
+        outside = _relative_dataset_paths(data, Path(out).resolve().parent)
+        if outside:
+            print(f"note: {out} names local data outside its folder ({', '.join(outside)}); "
+                  "load it with --allow-paths-outside (Suite.from_file(..., allow_paths_outside=True))",
+                  file=sys.stderr)
     if out is not None and Path(out).suffix.lower() == ".json":
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     elif out is None or Path(out).suffix.lower() in (".yaml", ".yml"):
@@ -327,6 +333,22 @@ def cmd_import_lm_eval(args: argparse.Namespace) -> int:
     print(f"{out}: {len(suite.tasks)} {noun} ({', '.join(t.id for t in suite.tasks)}); "
           f"suite version {suite.version[:12]}")
     return 0
+
+
+def _relative_dataset_paths(data: dict, folder: Path) -> list[str]:
+    """Write local dataset folders inside the manifest's `folder` relative to it (a manifest file
+    may only name files in its own folder); return those that stay outside it."""
+    outside = []
+    for task in data.get("tasks", []):
+        for dataset in (task.get("dataset"), (task.get("fewshot") or {}).get("dataset")):
+            path = (dataset or {}).get("path")
+            if not isinstance(path, str) or not Path(path).is_absolute() or not Path(path).exists():
+                continue
+            try:
+                dataset["path"] = Path(path).resolve().relative_to(folder).as_posix()
+            except ValueError:
+                outside.append(path)
+    return sorted(set(outside))
 
 
 def _yaml_text(data: Any) -> str:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from evalnb.errors import ManifestError
+
 from evalnb import Suite
 from evalnb.cli import main
 from evalnb.errors import LmEvalImportError
@@ -54,9 +56,21 @@ def test_the_cli_writes_a_manifest_that_loads_back_equal(tmp_path: Path, capsys:
     out = tmp_path / "suite.yaml"
     assert main(["import-lm-eval", str(path), "-o", str(out), "--num-fewshot", "0"]) == 0
     assert "1 task (my_sums)" in capsys.readouterr().out
-    assert Suite.from_file(out) == Suite.from_lm_eval(path, num_fewshot=0)
+    loaded, imported = Suite.from_file(out), Suite.from_lm_eval(path, num_fewshot=0)
+    # the data folder is written relative to the manifest (a manifest file names only its own files)
+    assert loaded.task("my_sums").dataset.path == "t/data"
+    assert [i.prompt for i in loaded.items("my_sums")] == [i.prompt for i in imported.items("my_sums")]
+    assert [i.target for i in loaded.items("my_sums")] == [i.target for i in imported.items("my_sums")]
     assert main(["import-lm-eval", str(path), "-o", str(tmp_path / "suite.json")]) == 0
     assert Suite.from_file(tmp_path / "suite.json") == Suite.from_file(out)
+    # data outside the manifest's folder stays absolute, with a note on how to load it
+    elsewhere = tmp_path / "elsewhere" / "suite.yaml"
+    elsewhere.parent.mkdir()
+    assert main(["import-lm-eval", str(path), "-o", str(elsewhere)]) == 0
+    assert "--allow-paths-outside" in capsys.readouterr().err
+    with pytest.raises(ManifestError, match="allow_paths_outside"):
+        Suite.from_file(elsewhere)
+    assert Suite.from_file(elsewhere, allow_paths_outside=True).items("my_sums")[1].prompt == imported.items("my_sums")[1].prompt
 
 
 def test_what_does_not_map_is_a_clear_error_naming_task_and_field(tmp_path: Path) -> None:
