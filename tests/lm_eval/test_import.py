@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalnb.errors import ManifestError
-
 from evalnb import Suite
 from evalnb.cli import main
-from evalnb.errors import LmEvalImportError
+from evalnb.errors import LmEvalImportError, ManifestError
 
 pytestmark = pytest.mark.usefixtures("evalnb_home")
 
