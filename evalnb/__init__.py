@@ -48,12 +48,13 @@ _EXPORTS: dict[str, str] = {
     # what confines graders here
     "sandbox_isolation": "evalnb.sandbox.report",
     # modules used as namespaces
-    "files": "evalnb.data.files",
+    "files": "evalnb.data.upload_store",
     "graders": "evalnb.graders",
     "plots": "evalnb.plots",
     "stats": "evalnb.results.stats",
 }
 
+_NAMESPACES = frozenset({"files", "graders", "plots", "stats"})  # the module itself, not a name in it
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
@@ -62,7 +63,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'evalnb' has no attribute {name!r}")
     mod = import_module(module)
-    value = mod if module.rsplit(".", 1)[-1] == name else getattr(mod, name)
+    value = mod if name in _NAMESPACES else getattr(mod, name)
     globals()[name] = value
     return value
 
@@ -72,7 +73,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from evalnb.data import files
+    from evalnb.data import upload_store as files
     from evalnb.errors import (
         DatasetError,
         EvalnbError,

@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from evalnb.data.files import upload, path_for
+from evalnb.data.upload_store import upload, path_for
 from evalnb.data.loaders import load_rows
-from evalnb.data.urls import check_public_url
+from evalnb.data.url_safety import check_public_url
 
 __all__ = ["check_public_url", "load_rows", "path_for", "upload"]

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from evalnb.data import files
-from evalnb.data.readers import infer_format, iter_file, read_file
+from evalnb.data import upload_store
+from evalnb.data.row_readers import infer_format, iter_file, read_file
 from evalnb.errors import DatasetError
 from evalnb.home import evalnb_home
 
@@ -47,7 +47,7 @@ def load_rows(
     if kind == "local":
         return _load_local(dataset, base_dir, task_id, limit)
     _refuse_file_as_huggingface(dataset, base_dir, task_id)
-    from evalnb.data.huggingface import HFSpec, load_huggingface  # lazy: only Hugging Face datasets need it
+    from evalnb.data.hf_datasets import HFSpec, load_huggingface  # lazy: only Hugging Face datasets need it
 
     spec = HFSpec(
         path=_get(dataset, "path"),
@@ -131,9 +131,9 @@ def _stored_file(dataset: Any, task_id: str) -> tuple[Path, str, str]:
     """(path, format, source for messages) of an uploaded dataset file."""
     file_id = _get(dataset, "file_id")
     try:
-        path = files.path_for(file_id)
-        fmt = files.file_format(file_id, _get(dataset, "format"))
-        filename = files.info(file_id)["filename"]
+        path = upload_store.path_for(file_id)
+        fmt = upload_store.file_format(file_id, _get(dataset, "format"))
+        filename = upload_store.info(file_id)["filename"]
     except DatasetError as exc:
         raise DatasetError(f"task {task_id!r}: {exc}") from None
     return path, fmt, f"task {task_id!r}: {filename} ({file_id})"

@@ -48,10 +48,10 @@ def user_code_from_spec(spec: Any, *, what: str, task_id: str) -> UserCode:
         return UserCode(source, f"<{what} of task {task_id}>")
     if file_id is None:
         raise SandboxError(f"task {task_id!r}: {what} needs source or file_id")
-    from ..data import files  # lazy: the file store is only needed for uploaded code
+    from evalnb.data import upload_store  # lazy: the file store is only needed for uploaded code
 
     try:
-        text = files.read_text(file_id)
+        text = upload_store.read_text(file_id)
     except Exception as exc:  # noqa: BLE001 - DatasetError, OSError, UnicodeDecodeError
         raise SandboxError(f"task {task_id!r}: {what} file {file_id!r} could not be read: {exc}") from None
     return UserCode(text, f"<{what} of task {task_id} (file {file_id})>")

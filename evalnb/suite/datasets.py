@@ -13,7 +13,7 @@
 - **Builder mode.** ``path`` ``"json"``/``"csv"`` needs ``data_files`` (top level or in
   ``dataset_kwargs``), whose values must be http(s) URLs with a host. A host that is an unsafe
   address in any spelling (loopback, private, link-local, reserved) or ``localhost`` is refused
-  here; host names are resolved and checked when rows are loaded (``evalnb.data.urls``).
+  here; host names are resolved and checked when rows are loaded (``evalnb.data.url_safety``).
 - **Encoding.** A local file may name its text ``encoding`` (default UTF-8): an evalnb
   extension, like the local file form itself; the name must be one Python knows.
 """
@@ -48,7 +48,7 @@ DatasetFormat = Literal["jsonl", "csv"]
 
 
 class FileDataset(ManifestModel):
-    """An uploaded file (``evalnb.data.files``); ``format`` is inferred from its name if omitted."""
+    """An uploaded file (``evalnb.data.upload_store``); ``format`` is inferred from its name if omitted."""
 
     file_id: NonEmptyStr
     format: DatasetFormat | None = None
@@ -179,7 +179,7 @@ def _unsafe_hosts(files: Any) -> list[tuple[tuple[str | int, ...], str]]:
     """(location under data_files, message) for each URL whose host is refused without DNS:
     loopback, private, link-local or reserved addresses in any spelling, and ``localhost``.
     Host names are resolved and checked again when rows are loaded."""
-    from evalnb.data.urls import check_url_literal
+    from evalnb.data.url_safety import check_url_literal
     from evalnb.errors import DatasetError
 
     entries: list[tuple[tuple[str | int, ...], Any]] = []

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from evalnb.data import fetch
-from evalnb.data.fetch import iter_url_lines
+from evalnb.data import url_stream
+from evalnb.data.url_stream import iter_url_lines
 from evalnb.errors import DatasetError
 
 GOOD, EVIL = ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("127.0.0.2")
@@ -138,7 +138,7 @@ def test_https_is_pinned_to_the_checked_address_and_still_verifies_the_name(tmp_
 
 
 def test_a_gzip_bomb_stops_at_the_decompressed_cap(monkeypatch):
-    monkeypatch.setattr(fetch, "MAX_DECOMPRESSED_BYTES", 1_000_000)
+    monkeypatch.setattr(url_stream, "MAX_DECOMPRESSED_BYTES", 1_000_000)
     bomb = gzip.compress(b'{"x": 0}\n' * 2_000_000)  # ~18 MB inflated, ~20 kB on the wire
     server = _Server("127.0.0.1", bomb)
     try:
@@ -152,7 +152,7 @@ def test_a_gzip_bomb_stops_at_the_decompressed_cap(monkeypatch):
 
 
 def test_a_line_without_end_stops_at_the_line_cap(monkeypatch):
-    monkeypatch.setattr(fetch, "MAX_LINE_BYTES", 100_000)
+    monkeypatch.setattr(url_stream, "MAX_LINE_BYTES", 100_000)
     server = _Server("127.0.0.1", b'{"ok": 1}\n' + b"x" * 500_000)
     try:
         lines = iter_url_lines(f"http://data.example:{server.port}/x.jsonl", resolver=lambda h, p, u: [GOOD],
@@ -166,4 +166,4 @@ def test_a_line_without_end_stops_at_the_line_cap(monkeypatch):
 
 def test_lines_split_across_chunks_come_out_whole():
     chunks = [b'{"a"', b': 1}\n{"b": 2}\n{"c"', b": 3}"]
-    assert list(fetch._lines(chunks, "u")) == [b'{"a": 1}\n', b'{"b": 2}\n', b'{"c": 3}']
+    assert list(url_stream._lines(chunks, "u")) == [b'{"a": 1}\n', b'{"b": 2}\n', b'{"c": 3}']

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from evalnb.data import files, path_for, upload
+from evalnb.data import path_for, upload, upload_store
 from evalnb.errors import DatasetError
 
 
@@ -32,7 +32,7 @@ def test_upload_round_trip(data_file, home):
     stored = path_for(file_id)
     assert stored == home / "files" / file_id
     assert stored.read_bytes() == data_file.read_bytes()
-    meta = files.info(file_id)
+    meta = upload_store.info(file_id)
     assert meta["id"] == file_id
     assert meta["object"] == "file"
     assert meta["filename"] == "qa.jsonl"
@@ -49,7 +49,7 @@ def test_same_file_same_id_other_name_or_purpose_other_id(data_file, tmp_path):
     copy.write_bytes(data_file.read_bytes())
     assert upload(copy) != first
     assert upload(data_file, purpose="user_data") != first
-    assert len(files.list_files()) == 3
+    assert len(upload_store.list_files()) == 3
 
 
 def test_changed_content_gets_a_new_id(data_file):
@@ -64,25 +64,25 @@ def test_list_and_delete(data_file, tmp_path):
     py = tmp_path / "grader.py"
     py.write_text("def grade(sample, item):\n    return 1\n")
     a, b = upload(data_file), upload(py)
-    assert {m["id"] for m in files.list_files()} == {a, b}
-    files.delete(a)
-    assert [m["id"] for m in files.list_files()] == [b]
+    assert {m["id"] for m in upload_store.list_files()} == {a, b}
+    upload_store.delete(a)
+    assert [m["id"] for m in upload_store.list_files()] == [b]
     with pytest.raises(DatasetError, match=f"unknown file id '{a}'"):
         path_for(a)
     with pytest.raises(DatasetError, match="unknown file id"):
-        files.delete(a)
+        upload_store.delete(a)
 
 
 def test_list_files_is_empty_in_a_fresh_home():
-    assert files.list_files() == []
+    assert upload_store.list_files() == []
 
 
 def test_read_text_and_open_file(tmp_path):
     py = tmp_path / "grader.py"
     py.write_text("# é\ndef grade(sample, item):\n    return True\n", encoding="utf-8")
     file_id = upload(py)
-    assert files.read_text(file_id) == py.read_text(encoding="utf-8")
-    with files.open_file(file_id) as handle:
+    assert upload_store.read_text(file_id) == py.read_text(encoding="utf-8")
+    with upload_store.open_file(file_id) as handle:
         assert handle.read() == py.read_bytes()
 
 
@@ -91,7 +91,7 @@ def test_read_text_rejects_invalid_utf8(tmp_path):
     bad.write_bytes(b"x = 1\n\xff\n")
     file_id = upload(bad)
     with pytest.raises(DatasetError, match=r"bad\.py.*not valid UTF-8 \(byte 7\)"):
-        files.read_text(file_id)
+        upload_store.read_text(file_id)
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_read_text_rejects_invalid_utf8(tmp_path):
      "file-\x00"],
 )
 def test_malformed_ids_are_refused_and_named(bad_id):
-    for call in (path_for, files.info, files.delete, files.read_text, files.open_file):
+    for call in (path_for, upload_store.info, upload_store.delete, upload_store.read_text, upload_store.open_file):
         with pytest.raises(DatasetError, match="malformed file id") as info:
             call(bad_id)
         assert repr(bad_id) in str(info.value)
@@ -116,7 +116,7 @@ def test_traversal_cannot_reach_files_outside_the_store(home, data_file):
     secret = home / "secret.json"
     secret.write_text('{"id": "x"}')
     with pytest.raises(DatasetError):
-        files.info("../secret")
+        upload_store.info("../secret")
 
 
 @pytest.mark.parametrize("gateway_id", ["file-abc123", "file_dataset123", "file-000000000000000000000000"])
@@ -132,7 +132,7 @@ def test_unknown_well_formed_ids_say_upload_first(gateway_id):
 def test_format_is_inferred_from_the_uploaded_name(tmp_path, name, fmt):
     path = tmp_path / name
     path.write_text("x\n")
-    assert files.file_format(upload(path)) == fmt
+    assert upload_store.file_format(upload(path)) == fmt
 
 
 @pytest.mark.parametrize("name", ["data.txt", "data", "data.jsonl.gz", "grader.py"])
@@ -141,8 +141,8 @@ def test_unknown_suffix_asks_for_format(tmp_path, name):
     path.write_text("x\n")
     file_id = upload(path)
     with pytest.raises(DatasetError, match="set the dataset's format"):
-        files.file_format(file_id)
-    assert files.file_format(file_id, "csv") == "csv"
+        upload_store.file_format(file_id)
+    assert upload_store.file_format(file_id, "csv") == "csv"
 
 
 def test_upload_errors(tmp_path, data_file):
@@ -158,7 +158,7 @@ def test_empty_file_uploads(tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_bytes(b"")
     file_id = upload(empty)
-    assert files.info(file_id)["bytes"] == 0
+    assert upload_store.info(file_id)["bytes"] == 0
     assert path_for(file_id).read_bytes() == b""
 
 

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import pytest
 
 from evalnb.data import load_rows
-from evalnb.data.huggingface import to_jsonable
+from evalnb.data.hf_datasets import to_jsonable
 from evalnb.errors import DatasetError
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from evalnb.data import load_rows, upload
 from evalnb.data.loaders import dataset_kind
-from evalnb.data.readers import infer_format, read_rows
+from evalnb.data.row_readers import infer_format, read_rows
 from evalnb.errors import DatasetError
 
 

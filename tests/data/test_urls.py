@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from evalnb.data import check_public_url
-from evalnb.data.fetch import iter_url_lines
-from evalnb.data.urls import is_public_address
+from evalnb.data.url_stream import iter_url_lines
+from evalnb.data.url_safety import is_public_address
 from evalnb.errors import DatasetError
 
 FAKE_DNS = {

@@ -152,11 +152,10 @@ def test_bad_specs(pool, spec, message):
 
 def test_file_id_preprocessor(pool, tmp_path, monkeypatch):
     monkeypatch.setenv("EVALNB_HOME", str(tmp_path / "home"))
-    from evalnb.data import files
-
+    from evalnb.data import upload_store
     path = tmp_path / "prep.py"
     path.write_text("def process_doc(doc):\n    return {'text': doc['q'][::-1]}\n")
-    spec = SimpleNamespace(type="python", contract=None, source=None, file_id=files.upload(path), timeout_seconds=None)
+    spec = SimpleNamespace(type="python", contract=None, source=None, file_id=upload_store.upload(path), timeout_seconds=None)
     assert run_preprocessor(spec, ROWS[:2], task_id="qa", pool=pool) == [{"text": "0 noitseuq"}, {"text": "1 noitseuq"}]
 
 

@@ -185,11 +185,10 @@ def test_limits_at_both_edges_are_accepted(pool):
 
 def test_file_id_source(pool, tmp_path, monkeypatch):
     monkeypatch.setenv("EVALNB_HOME", str(tmp_path / "home"))
-    from evalnb.data import files
-
+    from evalnb.data import upload_store
     path = tmp_path / "grader.py"
     path.write_text("def grade(sample, item):\n    return {'scores': {'len': len(sample['output_text'])}}\n")
-    file_id = files.upload(path)
+    file_id = upload_store.upload(path)
     g = Grader({"file_id": file_id}, task_id="t", pool=pool)
     assert g.grade_samples_sync([sample(0, "abc")], [item(0)], model="m") == [SampleGrade(scores={"len": 3.0})]
     with pytest.raises(SandboxError, match="could not be read"):

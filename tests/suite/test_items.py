@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from evalnb.data.files import upload
+from evalnb.data.upload_store import upload
 from evalnb.errors import DatasetError
 from evalnb.suite import Suite
 from evalnb.suite.items import FewshotExample, Item, suite_items

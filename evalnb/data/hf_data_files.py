@@ -12,9 +12,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import closing
 from typing import Any
 
-from evalnb.data.fetch import iter_url_lines
-from evalnb.data.readers import byte_lines_work, read_rows
-from evalnb.data.urls import check_public_url
+from evalnb.data.url_stream import iter_url_lines
+from evalnb.data.row_readers import byte_lines_work, read_rows
+from evalnb.data.url_safety import check_public_url
 from evalnb.errors import DatasetError
 
 BUILDERS = ("json", "csv")

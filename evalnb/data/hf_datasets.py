@@ -3,7 +3,7 @@
 Hub ids and local folders get their builder from ``datasets.load_dataset_builder`` (which
 reads a README ``configs:`` block or the file-name conventions) and stream the split, so
 ``max_rows`` reads only that many rows. A local folder of plain CSV/JSON files is then read
-by evalnb's own readers (`evalnb.data.hf_files`: values as written, as for a local file);
+by evalnb's own readers (`evalnb.data.hf_folder`: values as written, as for a local file);
 ``save_to_disk`` folders go through ``load_from_disk``. Values become plain JSON types
 (`to_jsonable`): a date is "2024-01-15", a datetime ISO 8601; a timestamp that pyarrow read
 out of a JSON string is given back as the string's date when its column holds only
@@ -24,7 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from evalnb.data.builder import BUILDERS, load_builder_rows
+from evalnb.data.hf_data_files import BUILDERS, load_builder_rows
 from evalnb.errors import DatasetError
 
 # Tokens never belong in a manifest; the rest would let a manifest redirect storage or I/O.
@@ -121,7 +121,7 @@ def _load_streaming(
 ) -> list[dict]:
     import datasets
 
-    from evalnb.data.hf_files import read_split_files
+    from evalnb.data.hf_folder import read_split_files
 
     with _quiet(), _offline_as_set():
         try:

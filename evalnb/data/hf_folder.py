@@ -19,7 +19,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from evalnb.data.readers import read_file
+from evalnb.data.row_readers import read_file
 from evalnb.errors import DatasetError
 
 __all__ = ["read_split_files"]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from evalnb.data.urls import Resolver, public_addresses
+from evalnb.data.url_safety import Resolver, public_addresses
 from evalnb.errors import DatasetError
 
 MAX_REDIRECTS = 5

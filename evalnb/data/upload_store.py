@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from evalnb.data.readers import infer_format
+from evalnb.data.row_readers import infer_format
 from evalnb.errors import DatasetError
 from evalnb.home import evalnb_home
 
