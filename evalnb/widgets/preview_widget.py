@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalnb.scoring.extraction import make_extractor
 from evalnb.providers import Model, build_chat_request, build_responses_request, unsent_fields
-from evalnb.widgets import _html as h
+from evalnb.widgets import markup as h
 
 if TYPE_CHECKING:
     from evalnb.suite import Suite, Task
@@ -149,6 +149,7 @@ class PreviewWidget:
         self._stored_results: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self._syncing = False
         self._estimated: str | None = None
+        self._face: h.FaceHandle | None = None
         self._build()
         self.select_task(task_id)
 
@@ -199,6 +200,7 @@ class PreviewWidget:
         self.index = position
         self._sync_controls()
         self._render()
+        self._update_face()
 
     def next(self) -> None:
         if self.index + 1 < len(self.items):
@@ -219,6 +221,7 @@ class PreviewWidget:
             self._syncing = False
         self._sync_controls()
         self._render()
+        self._update_face()
 
     # -- trying outputs -----------------------------------------------------------------------
 
@@ -238,6 +241,7 @@ class PreviewWidget:
             result = self._grade(item, [(self.model.label, text)])[0]
         self.last_result = result
         self.result_html.value = h.result_view(result, "result for your output")
+        self._update_face()
         return result
 
     # -- display ------------------------------------------------------------------------------
@@ -260,6 +264,14 @@ class PreviewWidget:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return h.display_bundle(self.widget, self.static_html(), repr(self), **kwargs)
+
+    def _ipython_display_(self) -> None:
+        """The live widget, and its static face as a separate output (kept current)."""
+        self._face = h.show_widget(self.widget, self.static_html(), repr(self))
+
+    def _update_face(self) -> None:
+        if self._face is not None:
+            self._face.update(self.static_html())
 
     def __repr__(self) -> str:
         return f"PreviewWidget(task={self.task_id!r}, index={self.index}, items={len(self.items)})"
