@@ -43,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "RayExecutor": "evalnb.runner.ray_executor",
     # notebook
     "preview": "evalnb.widgets",
+    # sharing
+    "report": "evalnb.reporting",
     # what confines graders here
     "sandbox_isolation": "evalnb.sandbox.report",
     # modules used as namespaces
@@ -93,3 +95,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from evalnb.runner.preflight import estimate
     from evalnb.suite.templates import render_template
     from evalnb.widgets import preview
+    from evalnb.reporting import report

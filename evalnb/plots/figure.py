@@ -116,4 +116,6 @@ def plotly_json(fig: go.Figure) -> dict[str, Any]:
     """Exactly what plotly's ``plotly_mimetype`` renderer stores for ``fig`` (data and layout)."""
     import plotly.io as pio
 
+    if isinstance(fig, dict):  # already the stored JSON (a notebook output)
+        return {"data": fig.get("data", []), "layout": fig.get("layout", {})}
     return pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict())[PLOTLY_MIME]
