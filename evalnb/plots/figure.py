@@ -88,7 +88,7 @@ def figure_html(fig: go.Figure, *, svg: str | None = None, include_plotlyjs: boo
     ) % json.dumps(element_id)
     parts = [
         f'<div class="evalnb-figure" id="{html.escape(element_id)}">',
-        f'<div class="evalnb-figure-static">{svg}</div><div class="evalnb-figure-live"></div>',
+        f'<div class="evalnb-figure-static">{svg}</div><div class="evalnb-figure-live plotly-graph-div"></div>',
         f'<script type="application/json" class="evalnb-figure-spec">{payload}</script>',
         f"<script>{draw}</script></div>",
     ]

@@ -273,10 +273,11 @@ def display_bundle(widget: Any, static_html: str, text: str | None = None, **kwa
 STATIC_FACE_CLASS = "evalnb-static-face"
 # Where the live widget is drawn (JupyterLab, Notebook 7, classic, an nbconvert page that could load
 # the widget scripts), the static face beside it hides; everywhere else (offline exports, GitHub,
-# nbviewer: the style is dropped or never matches) it shows.
+# nbviewer: the style is dropped or never matches) it shows. A drawn widget box has the class
+# widget-box; nbconvert's empty placeholder for a widget view does not (it is only .jupyter-widgets).
 _HIDE_WHEN_LIVE = (
-    "<style>.jp-OutputArea:has(.jupyter-widgets) .evalnb-static-face,"
-    ".output:has(.jupyter-widgets) .evalnb-static-face{display:none}</style>"
+    "<style>.jp-OutputArea:has(.widget-box) .evalnb-static-face,"
+    ".output:has(.widget-box) .evalnb-static-face{display:none}</style>"
 )
 
 
