@@ -217,7 +217,7 @@ def table(header: list[str], rows: list[tuple[str, list[str]]]) -> str:
     )
     body = []
     for label, cells in rows:
-        tds = "".join(f'<td style="vertical-align:top;padding:4px">{cell}</td>' for cell in cells)
+        tds = "".join(f'<td style="vertical-align:top;padding:4px;text-align:left">{cell}</td>' for cell in cells)
         body.append(
             f'<tr><td style="vertical-align:top;padding:4px;font-weight:600">{esc(label)}</td>{tds}</tr>'
         )
