@@ -544,7 +544,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             result = RunResult(store, _find_run(store, args.source))
             baseline = RunResult(store, _find_run(store, args.baseline)) if args.baseline else None
             out = write_run_report(result, args.output or f"{result.run_id}.html", baseline=baseline)
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    size = out.stat().st_size
+    print(f"wrote {out} ({size / 1e6:.1f} MB)" if size >= 1e6 else f"wrote {out} ({size / 1e3:.0f} kB)")
     return 0
 
 
