@@ -101,6 +101,11 @@ def test_quickstart_runs_in_jupyterlab_with_live_widgets_and_chart(jupyterlab):
         chart = notebook.locator(".jp-RenderedPlotly.js-plotly-plot .main-svg").first
         expect(chart).to_be_attached()
         expect(notebook.locator(".jp-RenderedPlotly.js-plotly-plot")).to_contain_text("standin-large")
+        # the widgets' static faces (for exports) are in the page but hidden beside the live widgets
+        faces = notebook.locator(".evalnb-static-face")
+        expect(faces).to_have_count(2)  # the preview's and the panel's
+        expect(faces.first).to_be_hidden()
+        expect(faces.last).to_be_hidden()
 
         # keyboard on the slider -> kernel observer -> new prompt HTML in the browser
         handle = slider.locator(".noUi-handle").first
