@@ -40,7 +40,8 @@ td.differs{background:#fef3c7}td.error{background:#fef2f2}mark{background:#fde04
 
 SCRIPT = r"""
 (function(){
-var D=JSON.parse(document.getElementById('evalnb-data').textContent);
+var t0=performance.now(),D=JSON.parse(document.getElementById('evalnb-data').textContent);
+window.evalnbParseMs=performance.now()-t0;
 var FLAG={all:0,failures:1,different:2,changed:4}, SIZE=%(size)d;
 var state={filter:'all',task:'',q:'',page:0}, shown=D.items;
 var items=document.getElementById('items'), where=document.getElementById('where');
@@ -95,5 +96,6 @@ var timer=null;document.getElementById('search').addEventListener('input',functi
 document.getElementById('prev').addEventListener('click',function(){state.page-=1;draw();window.scrollTo(0,items.offsetTop-60);});
 document.getElementById('next').addEventListener('click',function(){state.page+=1;draw();window.scrollTo(0,items.offsetTop-60);});
 draw();
+window.evalnbDrawnMs=performance.now();
 })();
 """ % {"size": PAGE_SIZE}
