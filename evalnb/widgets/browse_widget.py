@@ -255,7 +255,7 @@ class BrowseWidget:
         return h.display_bundle(self.widget, self.static_html(), repr(self), **kwargs)
 
     def _ipython_display_(self) -> None:
-        """The live widget, and its static face as a separate output (kept current)."""
+        """The live widget, and its static face as a separate output (following the widget's controls)."""
         self._face = h.show_widget(self.widget, self.static_html(), repr(self))
 
     def __repr__(self) -> str:
@@ -295,16 +295,18 @@ class BrowseWidget:
         self.widget = w.VBox([nav, self.title_html, self.page_html])
         self.filter_select.observe(self._on_filter, names="value")
         self.slider.observe(self._on_slider, names="value")
-        self.prev_button.on_click(lambda _: self.prev())
-        self.next_button.on_click(lambda _: self.next())
+        self.prev_button.on_click(lambda _: (self.prev(), self._update_face()))
+        self.next_button.on_click(lambda _: (self.next(), self._update_face()))
 
     def _on_filter(self, change: dict) -> None:
         if not self._syncing and change["new"] != self.filter:
             self.set_filter(change["new"])
+            self._update_face()
 
     def _on_slider(self, change: dict) -> None:
         if not self._syncing and change["new"] != self.page_number and self.pages:
             self.show_page(change["new"])
+            self._update_face()
 
     def _refresh(self) -> None:
         pages = max(self.page_count, 1)
@@ -325,6 +327,9 @@ class BrowseWidget:
             self.title_html.value = (self._summary_html(shown)
                                      + f" &middot; page {self.page_number + 1} of {self.page_count}")
             self.page_html.value = "".join(self._item_view(p) for p in shown)
+
+    def _update_face(self) -> None:
+        """After a change made in the widget's controls (not Python calls: see PreviewWidget)."""
         if self._face is not None:
             self._face.update(self.static_html())
 

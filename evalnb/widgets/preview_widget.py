@@ -200,7 +200,6 @@ class PreviewWidget:
         self.index = position
         self._sync_controls()
         self._render()
-        self._update_face()
 
     def next(self) -> None:
         if self.index + 1 < len(self.items):
@@ -221,7 +220,6 @@ class PreviewWidget:
             self._syncing = False
         self._sync_controls()
         self._render()
-        self._update_face()
 
     # -- trying outputs -----------------------------------------------------------------------
 
@@ -241,7 +239,6 @@ class PreviewWidget:
             result = self._grade(item, [(self.model.label, text)])[0]
         self.last_result = result
         self.result_html.value = h.result_view(result, "result for your output")
-        self._update_face()
         return result
 
     # -- display ------------------------------------------------------------------------------
@@ -266,10 +263,15 @@ class PreviewWidget:
         return h.display_bundle(self.widget, self.static_html(), repr(self), **kwargs)
 
     def _ipython_display_(self) -> None:
-        """The live widget, and its static face as a separate output (kept current)."""
+        """The live widget, and its static face as a separate output (following the widget's controls)."""
         self._face = h.show_widget(self.widget, self.static_html(), repr(self))
 
     def _update_face(self) -> None:
+        """After a change made in the widget: the static face (saved with the notebook) follows.
+
+        Not after Python calls (``show``, ``try_output``): those run in later cells, and a face
+        rewritten from a later cell would differ from what re-executing the cell shows (nbval).
+        """
         if self._face is not None:
             self._face.update(self.static_html())
 
@@ -304,18 +306,20 @@ class PreviewWidget:
         self.task_select.observe(self._on_task, names="value")
         self.slider.observe(self._on_index, names="value")
         self.jump.observe(self._on_index, names="value")
-        self.prev_button.on_click(lambda _: self.prev())
-        self.next_button.on_click(lambda _: self.next())
-        self.score_button.on_click(lambda _: self.try_output(self.output_box.value))
+        self.prev_button.on_click(lambda _: (self.prev(), self._update_face()))
+        self.next_button.on_click(lambda _: (self.next(), self._update_face()))
+        self.score_button.on_click(lambda _: (self.try_output(self.output_box.value), self._update_face()))
         self.output_box.observe(self._on_typing, names="value")
 
     def _on_task(self, change: dict) -> None:
         if not self._syncing and change["new"] != self.task_id:
             self.select_task(change["new"])
+            self._update_face()
 
     def _on_index(self, change: dict) -> None:
         if not self._syncing and change["new"] != self.index and self.items:
             self.show(change["new"])
+            self._update_face()
 
     def _on_typing(self, change: dict) -> None:
         """Extraction is cheap and runs as you type; the grader waits for the Score button."""
