@@ -40,7 +40,7 @@ def run_report_html(result: Any, *, baseline: Any = None) -> str:
     if baseline is not None:
         sections.append(_section(f"Against baseline run {baseline.run_id}", _diff(result, baseline)))
     sections.append(_section("Samples", _samples_shell(data)))
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{_e(title)}</title>"

@@ -124,3 +124,21 @@ def test_filters_pages_and_search_in_chromium_offline(runs, tmp_path):
                     if (g.status == "failed").any() or g.extracted_output.isna().any() or g.error.notna().any()}
         expect(where).to_contain_text(f"of {len(failures)}")
         assert not refused, refused
+
+
+def test_sample_text_cannot_break_out_of_the_page(tmp_path):
+    from evalnb.results.run_result import RunResult
+
+    nasty = "</script><!--<script>alert(1)</script> & <b>bold</b>"
+    samples = [{"task_id": "t", "model": m, "sample_index": 0, "epoch": 0, "status": "completed", "prompt": nasty,
+                "target": "x", "output_text": nasty + m, "extracted_output": "x", "scores": {"em": 1.0}}
+               for m in ("a", "b")]
+    result = RunResult.from_data(samples, run={"run_id": "r1", "status": "completed",
+                                               "models": [{"label": "a"}, {"label": "b"}]})
+    page = evalnb.report(result, tmp_path / "r.html").read_text(encoding="utf-8")
+    data = re.search(r"<script type='application/json' id='evalnb-data'>(.*?)</script>", page, re.S).group(1)
+    assert "<" not in data  # no tag, comment or closing script can start inside the data
+    import json
+
+    item = json.loads(data)["items"][0]
+    assert item[3] == nasty and item[5][1][1] == nasty + "b"
