@@ -532,7 +532,10 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise CliError("--baseline is for a run report; a notebook report shows what the notebook shows")
         if not Path(args.source).is_file():
             raise CliError(f"no notebook at {args.source}")
-        out = notebook_report(args.source, args.output or f"{Path(args.source).stem}.html", execute=args.execute)
+        try:
+            out = notebook_report(args.source, args.output or f"{Path(args.source).stem}.html", execute=args.execute)
+        except ImportError as exc:
+            raise CliError(str(exc)) from None
     else:
         from evalnb.reporting.run_page import write_run_report
         from evalnb.results.run_result import RunResult

@@ -25,8 +25,17 @@ STATIC_FACE = "evalnb-static-face"
 _BAR_COLOURS = {"success": "#22c55e", "info": "#38bdf8", "warning": "#f59e0b", "danger": "#ef4444", "": "#3b82f6"}
 
 
+def _need(module: str) -> None:
+    from importlib.util import find_spec
+
+    if find_spec(module) is None:
+        raise ImportError(f"a notebook report needs {module}: pip install 'evalnb[notebook]' "
+                          "(nbconvert, nbclient, ipykernel)")
+
+
 def execute_notebook(path: str | Path, *, timeout: int = 600) -> Any:
     """The notebook at ``path``, executed in a fresh kernel in its own folder."""
+    _need("nbclient")
     import nbformat
     from nbclient import NotebookClient
 
@@ -56,6 +65,7 @@ def notebook_report(notebook: str | Path, out: str | Path, *, execute: bool = Fa
 
 def notebook_report_html(nb: Any, *, title: str = "report") -> str:
     """The stock ``lab`` HTML export of a copy of ``nb`` with figures given faces and widgets frozen."""
+    _need("nbconvert")
     from nbconvert import HTMLExporter
 
     static = copy.deepcopy(nb)
