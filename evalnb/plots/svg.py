@@ -20,6 +20,8 @@ __all__ = ["figure_svg"]
 WIDTH = 800
 FONT = "font-family:DejaVu Sans,Arial,sans-serif"
 _TAGS = re.compile(r"<[^>]+>")
+_BREAK = re.compile(r"<br\s*/?>", re.I)
+LINE_PX = 1.25  # a line's height, in font sizes
 
 
 def figure_svg(figure: Any, width: int = WIDTH) -> str:
@@ -29,8 +31,14 @@ def figure_svg(figure: Any, width: int = WIDTH) -> str:
 
 
 def _text(value: Any) -> str:
-    """Plotly's HTML-ish label text as plain, escaped SVG text."""
-    return html.escape(html.unescape(_TAGS.sub("", str(value if value is not None else ""))))
+    """Plotly's HTML-ish label text as plain, escaped SVG text (a line break becomes a space)."""
+    text = _BREAK.sub(" ", str(value if value is not None else ""))
+    return html.escape(html.unescape(_TAGS.sub("", text)))
+
+
+def _lines(value: Any) -> list[str]:
+    """Plotly label text split at its ``<br>`` line breaks, each line as `_text`."""
+    return [_text(part) for part in _BREAK.split(str(value if value is not None else ""))]
 
 
 def _num(value: Any) -> float | None:
@@ -470,11 +478,14 @@ class _Drawing:
             anchor = {"left": "start", "right": "end"}.get(note.get("xanchor"), "middle")
             x += float(note.get("xshift") or 0)
             y -= float(note.get("yshift") or 0)
-            if note.get("yanchor") == "bottom":
-                y -= 6
             size = (note.get("font") or {}).get("size") or 12
+            lines = _lines(note.get("text"))
+            if note.get("yanchor") == "bottom":  # the last line sits on y
+                y -= 6 + (len(lines) - 1) * size * LINE_PX
+            spans = "".join(f'<tspan x="{x:.1f}" dy="{0 if i == 0 else size * LINE_PX:.1f}">{line}</tspan>'
+                            for i, line in enumerate(lines))
             self.parts.append(f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="#333" '
-                              f'font-size="{size}">{_text(note.get("text"))}</text>')
+                              f'font-size="{size}">{spans}</text>')
 
     def _titles(self) -> None:
         title = (self.layout.get("title") or {}).get("text")
