@@ -142,3 +142,44 @@ def test_sample_text_cannot_break_out_of_the_page(tmp_path):
 
     item = json.loads(data)["items"][0]
     assert item[3] == nasty and item[5][1][1] == nasty + "b"
+
+
+def test_judge_payload_and_grader_log_are_in_the_page(tmp_path, monkeypatch):
+    """A judged task and a grader that prints: each sample's judge calls (request as sent, reply)
+    and what its grader printed travel with the sample in the embedded data."""
+    import json
+
+    for name in ("EVALNB_BASE_URL", "OPENAI_API_KEY", "EVALNB_MODELS", "EVALNB_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    printing = ('def grade(sample, item):\n'
+                '    print("comparing", sample["extracted_output"], "with", item["target"])\n'
+                '    return {"scores": {"exact": float(sample["extracted_output"] == item["target"])}}\n')
+    explain = {"path": str(ROOT / "examples" / "graders" / "explain.jsonl")}
+    suite = evalnb.Suite.from_dict({"tasks": [
+        {"id": "explain_judge", "type": "llm_judge", "dataset": explain,
+         "prompt_template": "Question: {{question}}\nExplain in one or two sentences.",
+         "target_template": "{{reference}}", "grader": evalnb.graders.spec("llm_judge")},
+        {"id": "arith", "type": "math",
+         "dataset": {"path": str(ROOT / "examples" / "quickstart" / "data" / "arithmetic.jsonl")},
+         "prompt_template": 'Answer the question. End with "The answer is <number>."\nQuestion: {{question}}',
+         "target_template": "{{answer}}", "output_extraction": {"type": "number"},
+         "metrics": [{"id": "exact"}], "grader": {"type": "python", "contract": "sample", "source": printing}},
+    ]})
+    setup = setup_models(2)
+    try:
+        result = evalnb.run(suite, setup.models, judge_model=setup.judge, concurrency=8, progress=False,
+                            max_samples=5)
+    finally:
+        setup.close()
+    page = evalnb.report(result, tmp_path / "judged.html").read_text(encoding="utf-8")
+    data = json.loads(re.search(r"id='evalnb-data'>(.*?)</script>", page, re.S).group(1))
+    calls = result.judge_calls
+    first = calls.iloc[0]
+    item = next(i for i in data["items"] if i[0] == "explain_judge" and i[1] == int(first["sample_index"]))
+    sample = item[5][data["columns"].index(first["model"])]
+    judge = sample[data["sample_keys"].index("judge")]
+    assert judge and judge[0]["reply"] == first["output_text"] and judge[0]["judge_model"] == first["judge_model"]
+    assert judge[0]["request"] == json.loads(json.dumps(first["request"], default=str))  # the body as sent
+    arith = next(i for i in data["items"] if i[0] == "arith")
+    log = arith[5][0][data["sample_keys"].index("log")]
+    assert log.startswith("comparing ") and " with " in log
