@@ -301,7 +301,8 @@ class FaceHandle:
         self.view, self.face = view, face
 
     def update(self, static_html: str) -> None:
-        self.face.update(static_face(static_html), raw=True)
+        if self.face is not None:  # None outside IPython: display() printed and gave no handle
+            self.face.update(static_face(static_html), raw=True)
 
 
 def show_widget(widget: Any, static_html: str, text: str | None = None) -> FaceHandle:
