@@ -74,12 +74,14 @@ def _header(result: Any, baseline: Any) -> str:
         ("run", result.run_id), ("name", result.name), ("status", result.status),
         ("suite", manifest.get("name") or summary.get("suite_name")),
         ("suite version", run.get("suite_version") or summary.get("suite_version")),
+        ("suite folder", summary.get("base_dir")),
         ("tasks", ", ".join(map(str, result.task_ids))), ("models", ", ".join(map(str, result.models))),
         ("epochs", result.epochs), ("samples", counts.get("total")), ("failed", counts.get("failed")),
         ("created", _when(run.get("created_at"))), ("baseline", baseline.run_id if baseline is not None else None),
     ]
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts if v not in (None, ""))
-    settings = {k: run.get(k) for k in ("generation", "settings", "config", "models") if run.get(k)}
+    settings = {k: run.get(k) for k in ("models", "generation", "judge_model", "embedding_model", "max_samples",
+                                        "concurrency", "metadata", "versions") if run.get(k) not in (None, {}, [])}
     more = ""
     if settings:
         more = ("<details><summary>settings</summary><pre>"
