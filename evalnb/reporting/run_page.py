@@ -74,7 +74,6 @@ def _header(result: Any, baseline: Any) -> str:
         ("run", result.run_id), ("name", result.name), ("status", result.status),
         ("suite", manifest.get("name") or summary.get("suite_name")),
         ("suite version", run.get("suite_version") or summary.get("suite_version")),
-        ("suite folder", summary.get("base_dir")),
         ("tasks", ", ".join(map(str, result.task_ids))), ("models", ", ".join(map(str, result.models))),
         ("epochs", result.epochs), ("samples", counts.get("total")), ("failed", counts.get("failed")),
         ("created", _when(run.get("created_at"))), ("baseline", baseline.run_id if baseline is not None else None),
