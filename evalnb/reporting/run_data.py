@@ -20,35 +20,29 @@ LOG_CHARS = 4000  # the end of what a grader printed (the store keeps its last f
 
 
 def samples_data(result: Any, baseline: Any = None) -> dict[str, Any]:
-    """``{"models", "columns", "metrics", "items", "counts"}`` for `result` (and its baseline)."""
+    """What the page needs: ``columns`` (a label per sample slot), ``metrics``, ``sample_keys``,
+    ``items`` (each ``[task_id, sample_index, epoch, prompt, flags, samples, target]``), ``counts``
+    per filter, ``has_baseline`` and ``epochs``. With a baseline, each model's slot is preceded by
+    its baseline sample's."""
     models = [str(m) for m in result.models]
     metrics = list(dict.fromkeys(result.metric_columns.values()))
-    judge = _judge_calls(result)
+    step = 1 if baseline is None else 2  # with a baseline: slot 2i is model i's baseline, 2i+1 model i
+    width = step * len(models)
     items: dict[tuple[str, int, int], list[Any]] = {}
-    columns = list(models)
-    _collect(items, result, models, metrics, judge, slot_of=lambda m: models.index(m), width=len(models) * 2
-             if baseline is not None else len(models))
-    changed: set[tuple[str, int]] = set()
+    _collect(items, result, models, metrics, _judge_calls(result),
+             slot_of=lambda m: step * models.index(m) + step - 1, width=width)
+    columns, changed = list(models), set()
     if baseline is not None:
         from evalnb.results.diff import changed_items
 
-        shared = [m for m in models if m in {str(b) for b in baseline.models}]
         columns = [label for m in models for label in (f"{m} (baseline)", m)]
-        base_metrics = list(dict.fromkeys(baseline.metric_columns.values()))
-        # move this run's samples to the odd slots, the baseline's to the even ones
-        for entry in items.values():
-            ours = entry[5][: len(models)]
-            entry[5] = [None] * (2 * len(models))
-            for i, sample in enumerate(ours):
-                entry[5][2 * i + 1] = sample
-        _collect(items, baseline, shared, base_metrics, _judge_calls(baseline),
-                 slot_of=lambda m: 2 * models.index(m), width=2 * len(models), only_existing=True)
+        shared = [m for m in models if m in {str(b) for b in baseline.models}]
+        _collect(items, baseline, shared, list(dict.fromkeys(baseline.metric_columns.values())),
+                 _judge_calls(baseline), slot_of=lambda m: 2 * models.index(m), width=width, only_existing=True)
         changed = {(str(t), int(i)) for t, i in changed_items(result.scores, baseline.scores)}
-    rows = []
     counts = {"all": 0, "failures": 0, "different": 0, "changed": 0}
-    for (task, index, epoch), entry in items.items():
-        ours = entry[5] if baseline is None else entry[5][1::2]
-        flags = _flags(ours, metrics)
+    for (task, index, _epoch), entry in items.items():
+        flags = _flags(entry[5][step - 1::step], metrics)  # this run's samples only
         if (task, index) in changed:
             flags |= CHANGED
         entry[4] = flags
@@ -56,7 +50,7 @@ def samples_data(result: Any, baseline: Any = None) -> dict[str, Any]:
         counts["failures"] += bool(flags & FAILURE)
         counts["different"] += bool(flags & DIFFERENT)
         counts["changed"] += bool(flags & CHANGED)
-        rows.append(entry)
+    rows = list(items.values())
     return {"columns": columns, "metrics": metrics, "sample_keys": list(SAMPLE_KEYS), "items": rows,
             "counts": counts, "has_baseline": baseline is not None,
             "epochs": max((int(r[2]) for r in rows), default=0) > 0}
