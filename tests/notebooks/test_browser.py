@@ -144,6 +144,12 @@ def test_demo_report_shows_chart_metrics_and_frozen_widgets_offline(tmp_path, mo
     assert nbformat.read(tmp_path / "quickstart.ipynb", as_version=4).cells  # the executed notebook
     page_html = out.read_text(encoding="utf-8")
     assert "application/vnd.jupyter.widget-view+json" not in page_html  # nothing left to draw from a CDN
+    # `make demo`'s second step: the run report of the notebook's run, from the store it kept
+    from evalnb.cli import main as cli
+
+    run_page = tmp_path / "quickstart_run.html"
+    assert cli(["--home", str(tmp_path / "quickstart_home"), "report", "latest", "-o", str(run_page)]) == 0
+    assert "standin-small" in run_page.read_text(encoding="utf-8") and "Paired comparisons" in run_page.read_text()
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
