@@ -44,6 +44,9 @@ def make_data(n: int) -> tuple[list[dict], list[dict]]:
     return samples, items
 
 
+SETUP: list[tuple[float, float]] = []  # (wall ms, worker CPU ms) of confining each cold worker, when reported
+
+
 async def first_result_latency(repeats: int) -> list[float]:
     job = Job(UserCode(EXACT_MATCH, "<bench>"), ("grade",), nargs=2, timeout=120)
     samples, items = make_data(1)
@@ -54,6 +57,8 @@ async def first_result_latency(repeats: int) -> list[float]:
         (result,) = await pool.run(job, [[samples[0], items[0]]])
         times.append(time.perf_counter() - started)
         assert result.ok
+        if pool.isolation and "setup_ms" in pool.isolation:
+            SETUP.append((pool.isolation["setup_ms"], pool.isolation["setup_cpu_ms"]))
         await pool.aclose()
     return times
 
@@ -96,6 +101,9 @@ def main() -> None:
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs")
     latencies = asyncio.run(first_result_latency(args.repeats))
     ms = sorted(t * 1000 for t in latencies)
+    if SETUP:
+        print(f"confining a worker (namespaces, own root, privilege drop): median {statistics.median(w for w, _ in SETUP):.1f} ms "
+              f"wall, {statistics.median(c for _, c in SETUP):.1f} ms of the worker's CPU (min {min(c for _, c in SETUP):.1f})")
     print(f"worker start -> first result: median {statistics.median(ms):.0f} ms, "
           f"min {ms[0]:.0f} ms, max {ms[-1]:.0f} ms ({len(ms)} cold pools)")  # fmt: skip
     rates = asyncio.run(throughput(args.n, args.size))

@@ -41,6 +41,8 @@ _EXPORTS: dict[str, str] = {
     "estimate": "evalnb.runner.preflight",
     "RunResult": "evalnb.results.run_result",
     "RayExecutor": "evalnb.runner.ray_executor",
+    "BatchExecutor": "evalnb.runner.batch_executor",
+    "cancel": "evalnb.runner.api",
     # notebook
     "preview": "evalnb.widgets",
     # sharing
@@ -90,7 +92,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from evalnb.sandbox.isolation import SandboxIsolationWarning
     from evalnb.sandbox.report import sandbox_isolation
     from evalnb.results.run_result import RunResult
-    from evalnb.runner.api import arun, load_run, resume, run, runs
+    from evalnb.runner.api import arun, cancel, load_run, resume, run, runs
+    from evalnb.runner.batch_executor import BatchExecutor
     from evalnb.runner.ray_executor import RayExecutor
     from evalnb.runner.preflight import estimate
     from evalnb.suite.templates import render_template

@@ -100,12 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", parents=[common],
                        help="check a manifest, its data and its code; list every problem a run would hit")
     p.add_argument("file", help="suite manifest (.json, .yaml, .yml)")
+    _allow_paths_flag(p)
     p.add_argument("--schema-only", action="store_true",
                    help="check the manifest alone: read no rows, load no code")
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("preview", parents=[common], help="show the prompt, target and row of an item")
     p.add_argument("file", help="suite manifest")
+    _allow_paths_flag(p)
     p.add_argument("--task", help="task id (default: the first task)")
     p.add_argument("--index", type=_non_negative, default=0, help="item index (default 0)")
     p.add_argument("--limit", type=_positive, default=1, help="how many items from --index (default 1)")
@@ -114,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", parents=[common], help="run a suite against models and print its metrics")
     p.add_argument("file", help="suite manifest")
+    _allow_paths_flag(p)
     p.add_argument("--model", action="append", required=True, metavar="NAME[@BASE_URL]",
                    help="candidate model (repeat for several); without @BASE_URL: OpenAI")
     p.add_argument("--api", choices=("responses", "chat"),
@@ -137,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-cost-usd", type=_usd, metavar="USD",
                    help="stop the run (status 'stopped') before a call could take its spend past USD; "
                         "needs --price and generation max_output_tokens")
+    p.add_argument("--batch-discount", type=_factor, metavar="FACTOR",
+                   help="batched calls cost FACTOR times the --price (e.g. 0.5); for --executor batch")
+    p.add_argument("--executor", choices=("local", "ray", "batch"), default="local",
+                   help="where the calls are made: this process (default), Ray workers, or the provider's "
+                        "Batch API (cheaper, answers within 24h; EVALNB_BATCH_POLL_S sets how often it looks)")
     p.add_argument("--api-key-env", metavar="VAR",
                    help="read every model's key from $VAR (default: OPENAI_API_KEY for OpenAI hosts, "
                         "no key for other servers)")
@@ -156,6 +164,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(handler=cmd_resume)
+
+    p = sub.add_parser("cancel", parents=[common],
+                       help="cancel the provider batches of a run made with --executor batch")
+    p.add_argument("run_id", help="run id, a unique prefix or suffix of one, or 'latest'")
+    p.set_defaults(handler=cmd_cancel)
 
     p = sub.add_parser("runs", parents=[common], help="list stored runs, newest first")
     p.add_argument("--limit", type=_non_negative, default=SAMPLE_ROWS, help="at most N runs (0: all; default 20)")
@@ -235,6 +248,16 @@ def _price(text: str) -> tuple[str, dict[str, float]]:
     return name, dict(zip(("input", "output", "cached_input"), values))
 
 
+def _factor(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a factor in (0, 1], e.g. 0.5 for half price, got {text!r}")
+    return value
+
+
 def _json_object(text: str) -> dict[str, Any]:
     if text.startswith("@"):
         try:
@@ -256,7 +279,7 @@ def _json_object(text: str) -> dict[str, Any]:
 def cmd_validate(args: argparse.Namespace) -> int:
     from evalnb.suite.manifest import dataset_kind
 
-    suite = _load_suite(args.file)
+    suite = _load_suite(args.file, args.allow_paths_outside)
     problems = [] if args.schema_only else suite.validate()
     if problems:
         noun = "problem" if len(problems) == 1 else "problems"
@@ -268,7 +291,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_suite(path: str) -> Suite:
+def _allow_paths_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-paths-outside", action="store_true",
+                        help="let the manifest's local dataset and few-shot paths leave its folder "
+                             "(absolute, ~, ..); only for a manifest you trust")
+
+
+def _load_suite(path: str, allow_paths_outside: bool = False) -> Suite:
     """The suite in `path`, or every manifest problem on stderr and exit 1."""
     from evalnb.suite import Suite
 
@@ -278,7 +307,7 @@ def _load_suite(path: str) -> Suite:
     if not file.is_file():
         raise CliError(f"{path}: not a file")
     try:
-        return Suite.from_file(file)
+        return Suite.from_file(file, allow_paths_outside=allow_paths_outside)
     except ManifestError as exc:
         noun = "problem" if len(exc.errors) == 1 else "problems"
         lines = [f"{path}: invalid manifest ({len(exc.errors)} {noun})"]
@@ -287,7 +316,7 @@ def _load_suite(path: str) -> Suite:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    suite = _load_suite(args.file)
+    suite = _load_suite(args.file, args.allow_paths_outside)
     task = suite.task(args.task) if args.task else suite.tasks[0]
     items = suite.items(task.id, limit=args.index + args.limit)
     if args.index >= len(items):
@@ -319,17 +348,23 @@ def cmd_preview(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from evalnb.runner.api import run
 
-    suite = _load_suite(args.file)
+    suite = _load_suite(args.file, args.allow_paths_outside)
     models = [_model(spec, args, "model") for spec in args.model]
     judge = _model(args.judge_model, args, "judge_model") if args.judge_model else None
     embedding = _model(args.embedding_model, args, "embedding_model") if args.embedding_model else None
-    models, judge, embedding = _priced(args.price, models, judge, embedding)
+    prices = args.price
+    if args.batch_discount is not None:
+        if not prices:
+            raise CliError("--batch-discount needs --price: it is a factor on a model's price")
+        prices = [(name, {**price, "batch_discount": args.batch_discount}) for name, price in prices]
+    models, judge, embedding = _priced(prices, models, judge, embedding)
     _check_keys([m for m in (*models, judge, embedding) if m is not None])
     return _finish(_interruptible(lambda: run(
         suite, models, generation=args.generation, concurrency=args.concurrency, task_ids=args.task,
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
         reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
         name=args.name, judge_generation=args.judge_generation, max_cost_usd=args.max_cost_usd,
+        executor=args.executor,
     )), args)
 
 
@@ -362,6 +397,21 @@ def cmd_resume(args: argparse.Namespace) -> int:
     budget = {} if args.max_cost_usd is None else {"max_cost_usd": args.max_cost_usd}
     return _finish(_interruptible(lambda: resume(run_id, concurrency=args.concurrency, force=args.force,
                                                  progress=False if args.no_progress else "text", **budget)), args)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from evalnb.runner.api import cancel
+
+    with _open_store() as store:
+        run_id = _find_run(store, args.run_id)
+        batches = cancel(run_id, store=store)
+    if not batches:
+        _err(f"run {run_id} has no provider batches (only runs made with --executor batch have)")
+        return 1
+    for batch in batches:
+        print(f"{batch['id']}  {batch['model']}  {batch['status']}")
+    print(f"run_id: {run_id}: `evalnb resume {run_id}` keeps what was answered and sends the rest again")
+    return 0
 
 
 def _interruptible(start: Any) -> tuple[RunResult, BaseException | None]:
@@ -408,7 +458,7 @@ def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
     """``NAME[@BASE_URL]`` (parsed as `evalnb.run` does) with --api and --api-key-env applied."""
     from dataclasses import replace
 
-    from evalnb.runner.plan import as_model
+    from evalnb.runner.run_plan import as_model
 
     model = as_model(spec, what)
     changes: dict[str, Any] = {}

@@ -2,7 +2,8 @@
 
 Known secrets (the keys of the run's models, judges and embedding models, and credential
 header values) are masked wherever they occur in any string; so is anything shaped like a
-bearer token or an OpenAI-style ``sk-`` key; values under credential-named keys (``api_key``,
+bearer token, an OpenAI-style ``sk-`` key, a GitHub token (``ghp_``, ``github_pat_``...), a
+Hugging Face token (``hf_``) or an AWS access key id (``AKIA``/``ASIA``); values under credential-named keys (``api_key``,
 ``Authorization``, ``*_secret``, ...) are masked whole; URLs lose ``user:password@`` and
 credential query parameters (``redact_url``).
 """
@@ -32,6 +33,12 @@ _SECRET_KEY_SUFFIXES = ("_api_key", "_apikey", "_secret", "_password", "_access_
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}")
 _BEARER_MASK = r"\1" + REDACTED
 _SK = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
+# Token shapes of other services: GitHub (classic ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` and
+# fine-grained ``github_pat_``), Hugging Face (``hf_``) and AWS access key ids (``AKIA``/``ASIA``).
+_SHAPES = re.compile(
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{30,}|(?:AKIA|ASIA)[A-Z0-9]{16})\b"
+)
+_SHAPE_MARKS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "AKIA", "ASIA")
 
 
 def is_secret_key(name: str) -> bool:
@@ -80,7 +87,7 @@ class Redactor:
         return frozenset(self._known)
 
     def text(self, text: str) -> str:
-        """`text` with known secrets, bearer tokens and ``sk-`` keys masked.
+        """`text` with known secrets, bearer tokens and ``sk-``, GitHub, Hugging Face and AWS keys masked.
 
         Every stored field passes here, nearly always with nothing to mask: plain substring
         tests (C speed) decide whether a regex needs to run at all.
@@ -90,6 +97,8 @@ class Redactor:
             text = pattern.sub(REDACTED, text)
         if "bearer" in text.lower():
             text = _BEARER.sub(_BEARER_MASK, text)
+        if any(mark in text for mark in _SHAPE_MARKS):
+            text = _SHAPES.sub(REDACTED, text)
         return _SK.sub(REDACTED, text) if "sk-" in text else text
 
     def value(self, obj: Any) -> Any:

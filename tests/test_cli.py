@@ -588,3 +588,28 @@ def test_bad_price_and_budget_flags_exit_before_any_call(suite_file, priced_serv
                         "--max-cost-usd", "1")
     assert code == 1 and "no max_output_tokens" in err
     assert priced_server.request_count == 0
+
+
+# ---- provider batches ------------------------------------------------------------------------
+
+
+def test_run_with_executor_batch_at_the_batch_price_then_cancel_lists_its_batches(suite_file, priced_server, capsys,
+                                                                                  monkeypatch):
+    monkeypatch.setenv("EVALNB_BATCH_POLL_S", "0.05")
+    url = priced_server.base_url
+    code, out, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--price", "good=1000,2000",
+                          "--batch-discount", "0.5", "--executor", "batch", "--allow-failures")
+    assert code == 0, err
+    assert priced_server.uploads == 1 and priced_server.calls("/v1/responses") == 0
+    each = (100 * 1000 + 10 * 2000) / 1e6 * 0.5
+    assert f"cost: ${10 * each:.4f}" in out
+    run_id = _run_id(out)
+    code, out, err = _run(capsys, "cancel", run_id)
+    assert code == 0, err
+    (batch_id,) = priced_server.batches
+    assert f"{batch_id}  good  completed" in out  # finished already: nothing to cancel
+    code, out, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--batch-discount", "0.5")
+    assert code == 1 and "--batch-discount needs --price" in err
+    code, _, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--price", "good=1,2",
+                        "--batch-discount", "2")
+    assert code == 2 and "factor in (0, 1]" in err

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from evalnb.aio import run_sync
 from evalnb.runner.progress import check_mode
 from evalnb.runner.engine import RunEngine
-from evalnb.runner.plan import make_plan, rebuild_model
+from evalnb.runner.run_plan import make_plan, rebuild_model
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -208,6 +208,48 @@ def stored_options(record: dict[str, Any]) -> dict[str, Any]:
     for role in ("judge_model", "embedding_model"):
         options[role] = rebuild_model(options.get(role))
     return options
+
+
+def cancel(run_id: str, *, store: Any = None) -> list[dict[str, Any]]:
+    """Cancel the provider batches of a batch run (``executor="batch"``) that are still running.
+
+    Only on request: an interrupted run leaves its batches running, to be picked up by
+    `resume`. Returns each batch the run had, ``{"id", "model", "status"}`` (``cancelling``
+    for those just asked to stop, else the status it ended with). A run still waiting on them
+    fails the requests the provider had not answered ("cancelled"); a later `resume` keeps what
+    was answered and sends the rest again. Models' keys come from the environment variables they were stored with.
+    """
+    return run_sync(acancel(run_id, store=store))
+
+
+async def acancel(run_id: str, *, store: Any = None) -> list[dict[str, Any]]:
+    """The async form of `cancel`."""
+    from evalnb.errors import ProviderError
+    from evalnb.providers.batch_api import TERMINAL, BatchAPI
+    from evalnb.runner.batch_executor import save_batch, stored_batches
+    from evalnb.store import Store
+
+    store = store or Store()
+    record = store.get_run(run_id)
+    summary = record.get("summary") or {}
+    models = {m.label: m for m in (rebuild_model(x) for x in summary.get("models") or record["models"])}
+    out = []
+    batches = stored_batches(store, run_id)
+    for batch in batches:
+        status = batch.get("status")
+        model = models.get(batch.get("model"))
+        if model is not None and not batch.get("done") and status not in TERMINAL:
+            async with BatchAPI(model) as api:
+                try:
+                    status = (await api.cancel(batch["id"])).get("status", status)
+                except ProviderError as exc:
+                    if exc.status != 409:  # 409: it finished meanwhile
+                        raise
+                    status = (await api.retrieve(batch["id"])).get("status", status)
+            batch["cancel_requested"] = True  # a resume collects what it answered and sends the rest again
+            save_batch(store, run_id, batch)
+        out.append({"id": batch["id"], "model": batch.get("model"), "status": status})
+    return out
 
 
 def runs(store: Any = None) -> "pd.DataFrame":

@@ -62,6 +62,19 @@ class Budget:
         self.reserved += worst
         return True
 
+    def try_reserve(self, worst: float) -> bool:
+        """`reserve` without waiting: for calls that are only made later in one go (a provider
+        batch), where waiting for calls in flight would wait for ourselves."""
+        if self.limit is not None and (self.exhausted or not self._fits(worst)):
+            self.exhausted = True
+            self.refused += 1
+            return False
+        self.in_flight += 1
+        if worst > 0:
+            self.priced_in_flight += 1
+        self.reserved += worst
+        return True
+
     def settle(self, worst: float, cost: float | None) -> None:
         """A reserved call returned (or failed): release its reservation, count what it cost."""
         self.in_flight -= 1

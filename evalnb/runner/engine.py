@@ -1,10 +1,12 @@
 """The run engine: one async pipeline from a plan to samples in the store.
 
-Generation workers (``concurrency`` of them) take calls from a shared queue; each finished
-call is extracted at once and handed to the grading pipeline (`runner.grading`), which sends
-batches to the sandbox pool while calls are still in flight; graded samples go to the
-store's group-commit writer as they finish. Reuse happens here too: cached outputs skip the
-model call, and an identical earlier run's graded samples are copied whole.
+The planner (`runner.item_planner`) decides what each sample needs; the executor
+(`runner.executor`: this process or Ray) gets the calls made and hands each outcome back
+through the run's `RunContext` (`runner.run_context`), which extracts it and gives it to the
+grading pipeline (`runner.grading_pipeline`, a component the engine owns): it sends batches
+to the sandbox pool while calls are still in flight, and graded samples go to the store's
+group-commit writer as they finish. Reuse happens here too: cached outputs skip the model
+call, and an identical earlier run's graded samples are copied whole.
 """
 
 from __future__ import annotations
@@ -12,16 +14,15 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalnb._gc import fewer_collections, freeze_at_exit, quiet_import
 from evalnb.runner.progress import RunProgress, make_display
-from evalnb.runner.grading import GradingPipeline
-from evalnb.runner.plan import RunPlan, model_record
-from evalnb.runner.planner import Planner, Work
+from evalnb.runner.grading_pipeline import GradingPipeline
+from evalnb.runner.item_planner import Planner
+from evalnb.runner.run_plan import RunPlan, model_record
 
 if TYPE_CHECKING:
     from evalnb.results.run_result import RunResult
@@ -48,8 +49,12 @@ class TaskState:
     remaining: dict[str, int] = field(default_factory=dict)
 
 
-class RunEngine(GradingPipeline):
-    """Runs one plan: opens the run record, prepares tasks, generates, hands samples to grading."""
+class RunEngine:
+    """Runs one plan: opens the run record, prepares tasks, hands the work to the executor.
+
+    Its parts: ``planner`` (what each sample needs), ``executor`` (where calls happen),
+    ``context`` (the executor's view of the run), ``grading`` (grading and recording).
+    """
 
     def __init__(self, plan: RunPlan, *, store: Any, progress: bool | str | None, run_id: str | None = None,
                  force: bool = False):
@@ -61,13 +66,8 @@ class RunEngine(GradingPipeline):
         self.progress = RunProgress()
         self.tasks: dict[str, TaskState] = {}
         self.task_errors: dict[str, str] = {}
-        self._grade_queue: deque[tuple[str, str, dict, Any]] = deque()  # (task, label, sample, Item)
-        self._grade_event = asyncio.Event()
-        self._generation_done = False
         self._stop = asyncio.Event()
-        self._grading: set[asyncio.Task] = set()
-        # generated samples waiting for (or in) a per-sample grader, by (task, model, index, epoch)
-        self._ungraded: dict[tuple[str, str, int, int], dict] = {}
+        self.grading: GradingPipeline | None = None
         self.interrupted = False  # cancelled from outside (Ctrl-C, task.cancel()), not by Stop
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -104,6 +104,8 @@ class RunEngine(GradingPipeline):
         self.progress.budget = self.budget
         self.display = make_display(self.progress, self._progress_mode, on_stop=self._request_stop)
         self.writer = store.writer(self.run_id)
+        self.grading = GradingPipeline(plan=plan, tasks=self.tasks, store=store, run_id=self.run_id,
+                                       writer=self.writer, progress=self.progress)
         self.executor = self._executor_for(plan)
         ticker = asyncio.ensure_future(self._tick())
         status, error = "completed", None
@@ -191,20 +193,23 @@ class RunEngine(GradingPipeline):
     async def _shutdown(self, ticker: asyncio.Future, warm: asyncio.Future, status: str, error: str | None) -> None:
         for mp in self.progress.models.values():
             mp.in_flight = 0  # cancelled calls are not in flight any more
-        for t in list(self._grading):
+        running = list(self.grading.running)
+        for t in running:
             t.cancel()
         ticker.cancel()
         warm.cancel()
         try:
-            await asyncio.gather(ticker, warm, *self._grading, return_exceptions=True)
+            await asyncio.gather(ticker, warm, *running, return_exceptions=True)
         finally:
             # Synchronous, so a second interrupt cannot skip it: save what was generated but
             # not graded (status "scoring": a resume grades it from the output cache), commit,
             # then record the run's status.
             try:
-                if self._ungraded:
-                    self.writer.add_samples([{**s, "status": "scoring"} for s in self._ungraded.values()])
-                    self._ungraded.clear()
+                ungraded = self.grading.take_ungraded()
+                if ungraded:
+                    for s in ungraded:
+                        s.status = "scoring"
+                    self.writer.add_samples(ungraded)
                 self.writer.close()
             finally:
                 self.store.update_run(self.run_id, status=status, error=error)
@@ -389,11 +394,18 @@ class RunEngine(GradingPipeline):
 
     # ---- the pipeline ---------------------------------------------------------------------
     async def _run_all(self) -> None:
+        from evalnb.runner.run_context import RunContext
+
         await self._preloaded  # see _preload_result_libraries
-        self._check_aggregates()  # tasks whose samples were all finished before this run
+        grading = self.grading
+        grading.check_aggregates()  # tasks whose samples were all finished before this run
         executor = self.executor
-        dispatcher = asyncio.ensure_future(self._dispatch_grading())
-        await executor.start(self)
+        self.context = RunContext(plan=self.plan, run_id=self.run_id, store=self.store, writer=self.writer,
+                                  progress=self.progress, budget=self.budget, tasks=self.tasks, grading=grading,
+                                  clients=self.clients, paid=self._paid, executor_name=executor.name,
+                                  on_judge_call=self._judge_called)
+        dispatcher = asyncio.ensure_future(grading.dispatch())
+        await executor.start(self.context)
         producer = asyncio.ensure_future(self._produce(executor))
         stopper = asyncio.ensure_future(self._stop.wait())
         try:
@@ -401,11 +413,10 @@ class RunEngine(GradingPipeline):
             if stopper in done:
                 raise asyncio.CancelledError("stopped from the progress panel")
             producer.result()
-            self._generation_done = True
-            self._grade_event.set()
+            grading.generation_done()
             await dispatcher
-            if self._grading:
-                await asyncio.gather(*list(self._grading))
+            if grading.running:
+                await asyncio.gather(*list(grading.running))
         finally:
             stopper.cancel()
             producer.cancel()
@@ -431,137 +442,6 @@ class RunEngine(GradingPipeline):
                 finally:
                     stretches.close()
         await executor.drain()
-
-    async def _generation_worker(self, calls: Any, more: Callable[[], Awaitable[bool]]) -> None:
-        """A local generation worker: makes the calls in `calls` (a deque the local executor
-        fills) one at a time; when it is empty, ``await more()`` says whether to wait on."""
-        from evalnb.errors import ProviderError
-        from evalnb.providers.pricing import call_cost, estimate_tokens, worst_case_cost
-
-        gen = self.plan.generation
-        budget = self.budget
-        limited = budget.limit is not None
-        max_out = gen.get("max_output_tokens")
-        instructions = estimate_tokens(gen.get("instructions")) if isinstance(gen.get("instructions"), str) else 0
-        clients, progress = self.clients, self.progress
-        while True:
-            if not calls:
-                if not await more():
-                    return
-                continue
-            unit = calls.popleft()
-            model = unit.model
-            worst = 0.0
-            if limited:
-                if model.price is not None:
-                    worst = worst_case_cost(estimate_tokens(unit.item.prompt) + instructions, max_out, model.price)
-                if not await budget.reserve(worst):
-                    continue  # not started: the next attempt of the run does it
-            mp = progress.model(model.label)
-            mp.in_flight += 1
-            cost = None
-            try:
-                completion = await clients[model.label].complete(unit.item.prompt, gen)
-                cost = call_cost(completion.usage, model.price)
-            except ProviderError as exc:
-                mp.in_flight -= 1
-                error = {"stage": "generation", "message": str(exc), "status": exc.status}
-                self._record(unit.task_id, model.label,
-                             self._sample(unit.task_id, unit.item, model, unit.epoch, None), error=error)
-                continue
-            finally:
-                if limited:
-                    budget.settle(worst, cost)
-                else:
-                    budget.add(cost)
-            mp.in_flight -= 1
-            mp.cost_usd += cost or 0.0
-            output = {
-                "request_key": unit.key,
-                "output_text": completion.text,
-                "usage": completion.usage,
-                "response_id": completion.response_id,
-                "latency_s": completion.latency_s,
-                "cost_usd": cost,
-            }
-            self.writer.put_outputs([output])
-            self._finish_generation(unit, output, reused=False)
-
-    def _sample(self, task_id: str, item: Any, model: Any, epoch: int, output: dict | None) -> dict:
-        sample = {
-            "task_id": task_id,
-            "model": model.label,
-            "sample_index": item.index,
-            "epoch": epoch,
-            "prompt": item.prompt,
-            "prompt_text": item.question,
-            "target": item.target,
-            "dataset_row": item.row,
-            "output_text": None,
-            "extracted_output": None,
-            "response_id": None,
-            "usage": None,
-            "latency_s": None,
-            "scores": {},
-            "judge": None,
-            "error": None,
-            "log": None,
-            "status": "scoring",
-            "cost_usd": None,
-            "cached": False,
-        }
-        if output is not None:
-            sample.update(
-                output_text=output.get("output_text"),
-                response_id=output.get("response_id"),
-                usage=output.get("usage"),
-                latency_s=output.get("latency_s"),
-                request_key=output.get("request_key"),
-                cost_usd=output.get("cost_usd"),
-            )
-        return sample
-
-    def _finish_generation(self, unit: Work, output: dict, *, reused: bool) -> None:
-        task_id, item, model, key, epoch = unit.task_id, unit.item, unit.model, unit.key, unit.epoch
-        state = self.tasks[task_id]
-        sample = self._sample(task_id, item, model, epoch, output)
-        sample["request_key"] = key
-        sample["reused"] = reused
-        if reused:
-            self._charge_reused(sample, unit, output)
-        try:
-            sample["extracted_output"] = state.extractor(sample["output_text"])
-        except Exception as exc:  # noqa: BLE001 - extraction never takes the run down
-            self._record(task_id, model.label, sample, error={"stage": "extraction", "message": str(exc)})
-            return
-        usage = sample["usage"] or {}
-        mp = self.progress.model(model.label)
-        mp.input_tokens += int(usage.get("input_tokens") or 0)
-        mp.output_tokens += int(usage.get("output_tokens") or 0)
-        if state.per_sample:
-            self._ungraded[(task_id, model.label, item.index, epoch)] = sample
-            self._grade_queue.append((task_id, model.label, sample, item))
-            self._grade_event.set()
-        else:
-            self._record(task_id, model.label, sample)
-
-    def _charge_reused(self, sample: dict, unit: Work, output: dict) -> None:
-        """An output answered from the store: nothing was paid for it in this run, unless an
-        earlier attempt of this run made the call (then the sample keeps what it cost)."""
-        paid = self._paid.get((unit.task_id, unit.model.label, unit.item.index, unit.epoch)) if self._paid else None
-        if paid is not None and paid[0] == unit.key:
-            sample["cached"], sample["cost_usd"] = False, paid[1]
-        elif output.get("run_id") == self.run_id:  # its answer reached the store, its sample did not
-            from evalnb.providers.pricing import call_cost
-
-            sample["cached"], sample["cost_usd"] = False, call_cost(output.get("usage"), unit.model.price)
-        else:
-            sample["cached"], sample["cost_usd"] = True, 0.0
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._grading.add(task)
-        task.add_done_callback(self._grading.discard)
 
 
 KEEP_ITEMS = 100_000  # a task with at most this many items keeps them from the survey to the work pass

@@ -1,16 +1,20 @@
-"""Where a run's model calls (and their grading) happen: this process, or Ray workers.
+"""The executors that ship: this process (`LocalExecutor`), Ray workers (`runner.ray_executor`)
+or the provider's Batch API (`runner.batch_executor`).
 
-The engine plans the run, owns the store and hands its work to an executor a stretch at a
-time (`submit`); an executor must not run ahead of the store by more than a bounded amount
-(back-pressure), and finishes with `drain`. `LocalExecutor` is the asyncio pipeline evalnb
-always had; `evalnb.RayExecutor` (`runner.ray_executor`) shards the same work over Ray.
+All implement `runner.executor.Executor` and talk to the run only through its
+`RunContext`; see `runner.executor` for the contract and how to write another.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import Any
+
+from evalnb.runner.executor import Executor
+from evalnb.runner.run_context import RunContext
+from evalnb.runner.unit import Unit
 
 QUEUED_CALLS = 4000  # calls waiting for a generation worker before the planner pauses
 UNGRADED = 20_000  # samples generated but not yet graded before the planner pauses
@@ -20,30 +24,29 @@ POLL_S = 0.005
 class LocalExecutor:
     """The run's own event loop makes the calls: ``concurrency`` workers take them from a queue.
 
-    Finished calls go to the engine's grading pipeline (sandbox batches) and then to the store
-    writer, exactly as before streaming; the queue and the grading backlog are bounded, so a
-    million-item task holds a few thousand samples at a time.
+    Each worker hands a call to `RunContext.call` (the run's clients, limits and budget), which
+    passes the outcome on to extraction, grading and the store; the queue and the grading
+    backlog are bounded, so a million-item task holds a few thousand samples at a time.
     """
 
     name = "local"
 
-    async def start(self, engine: Any) -> None:
-        self.engine = engine
-        self.calls: deque[Any] = deque()
+    async def start(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.calls: deque[Unit] = deque()
         self._more = asyncio.Event()
         self._closing = False
-        self._workers = [asyncio.ensure_future(self._worker()) for _ in range(engine.plan.concurrency)]
+        self._workers = [asyncio.ensure_future(self._worker()) for _ in range(ctx.plan.concurrency)]
 
-    async def submit(self, units: list[Any]) -> None:
-        engine = self.engine
+    async def submit(self, units: list[Unit]) -> None:
+        ctx = self.ctx
         for unit in units:
             if unit.output is None:
                 self.calls.append(unit)
             else:
-                engine.progress.model(unit.model.label).reused += 1
-                engine._finish_generation(unit, unit.output, reused=True)
+                ctx.answered(unit)
         self._more.set()
-        while (len(self.calls) >= QUEUED_CALLS or len(engine._ungraded) >= UNGRADED) and not self._failed():
+        while (len(self.calls) >= QUEUED_CALLS or ctx.backlog() >= UNGRADED) and not self._failed():
             await asyncio.sleep(POLL_S)
         self._raise_failure()
 
@@ -66,7 +69,14 @@ class LocalExecutor:
                 raise w.exception()  # type: ignore[misc]
 
     async def _worker(self) -> None:
-        await self.engine._generation_worker(self.calls, self._wait_for_more)
+        """Make the queued calls one at a time; when the queue is empty, wait for more (or end)."""
+        calls, call = self.calls, self.ctx.call
+        while True:
+            if not calls:
+                if not await self._wait_for_more():
+                    return
+                continue
+            await call(calls.popleft())
 
     async def _wait_for_more(self) -> bool:
         """Called by an idle worker: False once the executor is draining (nothing more comes)."""
@@ -77,36 +87,65 @@ class LocalExecutor:
         return True
 
 
+# Executors a stored run can name: type -> build one from its record (what `resume` runs with).
+# Another executor registers itself here (with a `record()` giving {"type": <its type>, ...}).
+EXECUTOR_TYPES: dict[str, Callable[[dict[str, Any]], Any]] = {}
+
+
+def _ray_from_record(record: dict[str, Any]) -> Any:
+    from evalnb.runner.ray_executor import RayExecutor
+
+    return RayExecutor.from_record(record)
+
+
+def _batch_from_record(record: dict[str, Any]) -> Any:
+    from evalnb.runner.batch_executor import BatchExecutor
+
+    return BatchExecutor.from_record(record)
+
+
+EXECUTOR_TYPES["ray"] = _ray_from_record
+EXECUTOR_TYPES["batch"] = _batch_from_record
+EXECUTORS = "'local', 'ray', 'batch', or an executor such as evalnb.RayExecutor(...) or evalnb.BatchExecutor(...)"
+
+
+def _is_executor(value: Any) -> bool:
+    return isinstance(value, Executor) and isinstance(getattr(value, "name", None), str)
+
+
 def make_executor(value: Any) -> Any:
-    """The executor object for `RunPlan.executor` ("local", "ray" or a `RayExecutor`)."""
+    """The executor object for `RunPlan.executor` ("local", "ray", "batch", or an `Executor` object)."""
     if value is None or value == "local":
         return LocalExecutor()
     if value == "ray":
         from evalnb.runner.ray_executor import RayExecutor
 
         return RayExecutor()
-    if getattr(value, "name", None) == "ray":
+    if value == "batch":
+        from evalnb.runner.batch_executor import BatchExecutor
+
+        return BatchExecutor()
+    if _is_executor(value):
         return value
-    raise ValueError(f"executor must be 'local', 'ray' or an evalnb.RayExecutor(...), got {value!r}")
+    raise ValueError(f"executor must be {EXECUTORS}, got {value!r}")
 
 
 def check_executor(value: Any) -> Any:
-    """`make_plan`'s check: "local", "ray", a RayExecutor, or a stored description of one."""
+    """`make_plan`'s check: "local", "ray", "batch", an `Executor` object, or a stored description of one."""
     if value is None or value == "local":
         return "local"
-    if value == "ray":
-        return "ray"
-    if isinstance(value, dict) and value.get("type") == "ray":
-        from evalnb.runner.ray_executor import RayExecutor
-
-        return RayExecutor.from_record(value)
-    if getattr(value, "name", None) == "ray":
+    if value in ("ray", "batch"):
         return value
-    raise ValueError(f"executor must be 'local', 'ray' or an evalnb.RayExecutor(...), got {value!r}")
+    if isinstance(value, dict) and value.get("type") in EXECUTOR_TYPES:
+        return EXECUTOR_TYPES[value["type"]](value)
+    if _is_executor(value):
+        return value
+    raise ValueError(f"executor must be {EXECUTORS}, got {value!r}")
 
 
 def executor_record(value: Any) -> Any:
     """How a run's executor is stored with its options (JSON; what `resume` runs with again)."""
-    if value in (None, "local", "ray"):
+    if value in (None, "local", "ray", "batch"):
         return value or "local"
-    return value.record()
+    record = getattr(value, "record", None)
+    return record() if record is not None else {"type": value.name}

@@ -7,7 +7,9 @@ evalnb's examples the total is within 7% of OpenAI's cl100k_base, single prompts
 -24%..+35% (benchmarks/token_estimate.py); Chinese or Japanese text can need 2x more. The cost bound prices every call at its estimated input tokens plus
 ``max_output_tokens`` of output, as if nothing were answered from the store; without
 ``max_output_tokens`` there is no bound. Judge calls are counted (at most ``max_model_calls``
-per grading) but not priced: what a judge is sent depends on the answers.
+per grading) but not priced: what a judge is sent depends on the answers. Beside it,
+``max_cost_usd_batch`` is the same bound at the models' batch prices (``executor="batch"``;
+`providers.pricing.batch_price`: the live price where a model gives no batch price).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from evalnb.suite import Suite
 
 ESTIMATE_COLUMNS = ("task_id", "model", "calls", "input_tokens", "max_output_tokens", "max_cost_usd",
-                    "max_judge_calls")
+                    "max_cost_usd_batch", "max_judge_calls")
 
 
 @dataclass
@@ -49,6 +51,14 @@ class Estimate:
         return float(priced["max_cost_usd"].sum())
 
     @property
+    def max_cost_usd_batch(self) -> float:
+        """`max_cost_usd` at the models' batch prices (``executor="batch"``)."""
+        priced = self.table[self._priced]
+        if priced.empty or priced["max_cost_usd_batch"].isna().any():
+            return math.nan
+        return float(priced["max_cost_usd_batch"].sum())
+
+    @property
     def _priced(self) -> Any:
         return self.table["priced"] if "priced" in self.table.columns else self.table["max_cost_usd"].notna()
 
@@ -58,6 +68,9 @@ class Estimate:
         cost = self.max_cost_usd
         if cost == cost:
             line += f", at most ${cost:,.4f}"
+            batch = self.max_cost_usd_batch
+            if batch == batch and batch != cost:
+                line += f" live, ${batch:,.4f} batched"
         judges = int(self.table["max_judge_calls"].sum())
         if judges:
             line += f"; judge calls: up to {judges:,} (not priced)"
@@ -92,14 +105,14 @@ def estimate(
     """Count what ``evalnb.run(suite, models, ...)`` with these options would send.
 
     Returns an `Estimate`: ``.table`` (task_id, model, calls, input_tokens, max_output_tokens,
-    max_cost_usd, max_judge_calls), ``.calls``, ``.input_tokens``, ``.max_cost_usd`` and
-    ``.summary()``. ``items`` (task id -> Items already built, e.g. by the preview) skips
+    max_cost_usd, max_cost_usd_batch, max_judge_calls), ``.calls``, ``.input_tokens``,
+    ``.max_cost_usd``, ``.max_cost_usd_batch`` and ``.summary()``. ``items`` (task id -> Items already built, e.g. by the preview) skips
     building them again.
     """
     import pandas as pd
 
-    from evalnb.providers.pricing import estimate_tokens, worst_case_cost
-    from evalnb.runner.plan import make_plan
+    from evalnb.providers.pricing import batch_price, estimate_tokens, worst_case_cost
+    from evalnb.runner.run_plan import make_plan
 
     plan = make_plan(suite, models, generation=generation, task_ids=task_ids, max_samples=max_samples, epochs=epochs)
     gen = plan.generation
@@ -116,12 +129,13 @@ def estimate(
         calls = len(built) * plan.epochs
         judges = _judge_calls(suite.task(task_id), calls)
         for model in plan.models:
-            bound = math.nan
+            bound = batched = math.nan
             if model.price is not None and max_out is not None:
                 bound = worst_case_cost(tokens, max_out * calls, model.price)
+                batched = worst_case_cost(tokens, max_out * calls, batch_price(model.price))
             rows.append({"task_id": task_id, "model": model.label, "calls": calls, "input_tokens": tokens,
-                         "max_output_tokens": max_out, "max_cost_usd": bound, "max_judge_calls": judges,
-                         "priced": model.price is not None})
+                         "max_output_tokens": max_out, "max_cost_usd": bound, "max_cost_usd_batch": batched,
+                         "max_judge_calls": judges, "priced": model.price is not None})
     unpriced = [m.label for m in plan.models if m.price is None]
     if unpriced:
         notes.append(f"no price for {', '.join(unpriced)}: give Model(..., price={{'input': ..., 'output': ...}}) "
@@ -130,6 +144,7 @@ def estimate(
         notes.append("generation sets no max_output_tokens: a call's output, hence the cost, has no upper bound")
     table = pd.DataFrame.from_records(rows, columns=[*ESTIMATE_COLUMNS, "priced"])
     table = table.astype({"calls": "int64", "input_tokens": "int64", "max_cost_usd": "float64",
+                          "max_cost_usd_batch": "float64",
                           "max_judge_calls": "int64", "priced": "bool"})
     table["max_output_tokens"] = pd.array(table["max_output_tokens"].tolist(), dtype="Int64")
     return Estimate(table, notes)

@@ -35,6 +35,7 @@ class ModelProgress:
     judge_calls: int = 0  # model calls its samples' graders made (judge_cached of them answered by the store)
     judge_cached: int = 0
     cost_usd: float = 0.0  # its candidate calls and its graders' calls, at the models' prices
+    batch: str = ""  # a provider batch run: its batches' status and request counts
 
     @property
     def metric_mean(self) -> float | None:
@@ -42,6 +43,8 @@ class ModelProgress:
 
     def describe(self) -> str:
         parts = [f"{self.done}/{self.total}"]
+        if self.batch:
+            parts.append(self.batch)
         if self.in_flight:
             parts.append(f"{self.in_flight} in flight")
         if self.reused:

@@ -20,7 +20,9 @@ from collections import deque
 from typing import Any
 
 from evalnb.errors import EvalnbError
-from evalnb.providers.pricing import call_cost
+from evalnb.runner.unit import Unit
+from evalnb.runner.run_context import RunContext
+from evalnb.sample import Sample
 
 SHARDS_PER_WORKER = 2  # in flight at once per actor: one running while the next waits
 LOCAL_START_ATTEMPTS = 3
@@ -79,18 +81,18 @@ class RayExecutor:
                    shard_size=record.get("shard_size") or 256)
 
     # ---- the run ---------------------------------------------------------------------------
-    async def start(self, engine: Any) -> None:
+    async def start(self, ctx: RunContext) -> None:
         ray = _import_ray()
         await asyncio.to_thread(self._connect, ray)
-        self.engine = engine
+        self.ctx = ctx
         self._ray = ray
-        plan = engine.plan
+        plan = ctx.plan
         workers = self.num_workers or max(1, min(16, int(ray.cluster_resources().get("CPU", 1))))
         options = {"num_cpus": 1, **(self.resources or {})}
         from evalnb.runner.ray_worker import ShardWorker
 
         actor_class = ray.remote(ShardWorker)
-        config = _worker_config(engine, self.concurrency_per_worker or plan.concurrency)
+        config = _worker_config(ctx, self.concurrency_per_worker or plan.concurrency)
         self.actors = [actor_class.options(max_restarts=-1, max_task_retries=0, max_concurrency=64, **options)
                        .remote(config) for _ in range(workers)]
         self._uids = itertools.count()
@@ -124,7 +126,7 @@ class RayExecutor:
                     if attempt == LOCAL_START_ATTEMPTS - 1:
                         raise
 
-    async def submit(self, units: list[Any]) -> None:
+    async def submit(self, units: list[Unit]) -> None:
         size = self.shard_size
         uids = []
         for unit in units:
@@ -160,7 +162,7 @@ class RayExecutor:
         actors, self.actors = self.actors, []
         if actors:
             await asyncio.to_thread(self._stop_actors, actors)
-        for mp in self.engine.progress.models.values():
+        for mp in self.ctx.progress.models.values():
             mp.in_flight = 0
 
     def _stop_actors(self, actors: list[Any]) -> None:
@@ -192,7 +194,7 @@ class RayExecutor:
                 continue
             self._busy[index] += 1
             for uid in uids:
-                self.engine.progress.model(self._units[uid].model.label).in_flight += 1
+                self.ctx.progress.model(self._units[uid].model.label).in_flight += 1
             task = asyncio.ensure_future(self._run_shard(index, uids, attempts))
             self._running[task] = index
             task.add_done_callback(self._shard_done)
@@ -221,7 +223,7 @@ class RayExecutor:
         except (ray.exceptions.RayError, ConnectionError) as exc:  # the worker died: send the rest again
             left = [u for u in uids if u in self._units]
             for uid in left:
-                self.engine.progress.model(self._units[uid].model.label).in_flight -= 1
+                self.ctx.progress.model(self._units[uid].model.label).in_flight -= 1
             if attempts >= self.max_shard_retries:
                 raise EvalnbError(f"Ray workers died {attempts + 1} times running a shard of {len(uids)} samples "
                                   f"({len(left)} left): {type(exc).__name__}: {exc}") from None
@@ -251,63 +253,47 @@ class RayExecutor:
 
     def _accept(self, batch: dict[str, Any]) -> None:
         """Finished samples from a worker: into the store (one hand-over), onto the panel."""
-        engine = self.engine
-        progress = engine.progress
+        ctx = self.ctx
+        progress = ctx.progress
         for label, counts in (batch.get("events") or {}).items():
             mp = progress.model(label)
             mp.retries += int(counts.get("retries") or 0)
             mp.rate_limited += int(counts.get("rate_limited") or 0)
             mp.rate_limit_wait_s += float(counts.get("rate_limit_wait_s") or 0.0)
-        graded: list[dict] = []
-        outputs: list[dict] = []
+        finished: list[tuple[Sample, dict | None, bool]] = []
+        judge_outputs: list[dict] = []
         for result in batch["results"]:
             unit = self._units.pop(result["uid"], None)
             if unit is None:  # already came back from an earlier attempt
                 continue
             label = unit.model.label
-            mp = progress.model(label)
-            mp.in_flight -= 1
-            output = result.get("output")
-            if output is not None:  # a call the worker made: priced here, at the model's price
-                output["cost_usd"] = cost = call_cost(output.get("usage"), unit.model.price)
-                mp.cost_usd += cost or 0.0
-                engine.budget.add(cost)
-                outputs.append(output)
-            else:
-                output = unit.output
-                if output is not None:
-                    mp.reused += 1
-            sample = engine._sample(unit.task_id, unit.item, unit.model, unit.epoch, output)
-            sample["request_key"] = unit.key
-            if result.get("output") is None and output is not None:
-                engine._charge_reused(sample, unit, output)
+            progress.model(label).in_flight -= 1
+            if result.get("output") is not None:  # a call the worker made: priced here, at the model's price
+                sample = ctx.generated(unit, result["output"])
+            elif unit.output is not None:
+                sample = ctx.reused(unit)
+            else:  # the call failed
+                sample = ctx.sample(unit)
+                sample.request_key = unit.key
             for call in result.get("judge_calls") or ():
-                engine._judge_called(label, call)
+                ctx.judge_called(label, call)
                 if not call.get("cached"):  # the driver's store caches what workers' judges said
                     text = call.get("output_text")
-                    outputs.append({"request_key": call["request_key"], "output_text": text if isinstance(text, str) else "",
-                                    "usage": call.get("usage"), "latency_s": call.get("latency_s"), "reply": call.get("reply")})
+                    judge_outputs.append({"request_key": call["request_key"],
+                                          "output_text": text if isinstance(text, str) else "",
+                                          "usage": call.get("usage"), "latency_s": call.get("latency_s"),
+                                          "reply": call.get("reply")})
             if result.get("judge_calls"):
-                sample["judge_calls"] = result["judge_calls"]
-            usage = sample.get("usage") or {}
-            mp.input_tokens += int(usage.get("input_tokens") or 0)
-            mp.output_tokens += int(usage.get("output_tokens") or 0)
+                sample.judge_calls = result["judge_calls"]
             for name in ("extracted_output", "log", "grader_metadata"):
                 if name in result:
-                    sample[name] = result[name]
+                    setattr(sample, name, result[name])
             if "scores" in result:
-                sample["scores"] = result["scores"]
-                sample["judge"] = result.get("judge")
-            error = result.get("error")
-            if not result.get("graded") or error is not None and error.get("stage") != "grading":
-                engine._record(unit.task_id, label, sample, error=error)  # aggregate tasks: graded here later
-            else:
-                engine._finish(unit.task_id, label, sample, error=error)
-                graded.append(sample)
-        if outputs:
-            engine.writer.put_outputs(outputs)
-        if graded:
-            engine.writer.add_samples(graded)
+                sample.scores = result["scores"]
+                sample.judge = result.get("judge")
+            finished.append((sample, result.get("error"), bool(result.get("graded"))))
+        ctx.cache_outputs(judge_outputs)
+        ctx.finish(finished)
 
 
 def _import_ray() -> Any:
@@ -329,13 +315,13 @@ async def _await_ref(ref: Any) -> Any:
     return await ref
 
 
-def _worker_config(engine: Any, concurrency: int) -> dict[str, Any]:
+def _worker_config(ctx: RunContext, concurrency: int) -> dict[str, Any]:
     """What every worker is built from: the run's suite, tasks, settings and models.
 
     Models travel with their key resolved here (the worker's machine need not have the
     variable); the key goes only into the worker's model clients, never into its sandboxes.
     """
-    plan = engine.plan
+    plan = ctx.plan
     suite = plan.suite
 
     def with_key(model: Any) -> Any:
@@ -344,7 +330,7 @@ def _worker_config(engine: Any, concurrency: int) -> dict[str, Any]:
         return dataclasses.replace(model, api_key=model.resolve_api_key())
 
     tasks = {}
-    for task_id, state in engine.tasks.items():
+    for task_id, state in ctx.tasks.items():
         task = state.task
         tasks[task_id] = {"per_sample": state.per_sample,
                           "metadata": {**dict(task.metadata or {}), **plan.metadata}}
@@ -361,5 +347,5 @@ def _worker_config(engine: Any, concurrency: int) -> dict[str, Any]:
         "concurrency": concurrency,
         "grader_concurrency": plan.grader_concurrency,
         "network_tasks": sorted(plan.network_tasks),
-        "run_id": engine.run_id,
+        "run_id": ctx.run_id,
     }

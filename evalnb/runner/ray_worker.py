@@ -20,7 +20,7 @@ GRADE_BATCH = 512
 
 
 def wire_unit(uid: int, unit: Any) -> tuple:
-    """A `planner.Work` as sent to a worker: what generation and grading need, nothing more."""
+    """A `runner.executor.Unit` as sent to a worker: what generation and grading need, nothing more."""
     item = unit.item
     return (uid, unit.task_id, unit.model.label, unit.epoch, item.index, unit.key, item.prompt, item.target,
             item.row, unit.output)
@@ -143,6 +143,7 @@ class ShardWorker:
         finished.put_nowait((result, unit))
 
     async def _grade(self, batch: list[tuple[dict, tuple]]) -> dict[str, Any]:
+        from evalnb.sample import Sample
         from evalnb.scoring.grading import make_item
 
         groups: dict[tuple[str, str], list[tuple[dict, tuple]]] = {}
@@ -157,10 +158,10 @@ class ShardWorker:
             samples, items = [], []
             for result, (uid, _t, _l, epoch, index, key, prompt, target, row, _o) in members:
                 output = result["_output"]
-                samples.append({"task_id": task_id, "model": label, "sample_index": index, "epoch": epoch,
-                                "prompt": prompt, "target": target, "dataset_row": row,
-                                "output_text": output.get("output_text"), "response_id": output.get("response_id"),
-                                "usage": output.get("usage"), "extracted_output": result["extracted_output"]})
+                sample = Sample(task_id, label, index, epoch, prompt, None, target, row, request_key=key,
+                                output_text=output.get("output_text"), response_id=output.get("response_id"),
+                                usage=output.get("usage"), extracted_output=result["extracted_output"])
+                samples.append(sample)
                 items.append(make_item(row, prompt=prompt, target=target, choices=choices, sample_index=index))
             try:
                 grades = await grader.grade_samples(samples, items, model=label)

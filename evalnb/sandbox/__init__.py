@@ -3,7 +3,8 @@
 ``SandboxPool`` owns the workers; ``run_preprocessor`` applies a task's preprocessor to rows;
 ``preprocess`` is the seam ``suite/items.py`` calls. The wire format is in ``protocol.py``, the
 child's loop in ``worker.py`` (with the grader's ``ctx`` in ``context.py``) and its confinement
-in ``namespaces.py``, ``seccomp.py`` and ``limits.py``; ``process.py`` and ``pool.py`` are the
+in ``namespaces.py``, ``filesystem.py`` (its own root), ``landlock.py`` (the fallback),
+``seccomp.py`` and ``limits.py``; ``process.py`` and ``pool.py`` are the
 parent's side, ``isolation.py`` and ``report.py`` say what holds.
 """
 

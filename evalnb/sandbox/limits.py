@@ -31,8 +31,13 @@ def scrubbed_env(workdir: str) -> dict[str, str]:
     return env
 
 
-def apply_rlimits(memory_mb: int | None, file_mb: int | None) -> dict[str, int | None]:
-    """Cap address space, file size and core dumps (soft = hard, so they cannot be raised)."""
+def apply_rlimits(memory_mb: int | None, file_mb: int | None, *, threads: int | None = None) -> dict[str, int | None]:
+    """Cap address space, file size, core dumps and (``threads``) tasks; soft = hard, so they stay.
+
+    ``threads`` is RLIMIT_NPROC, which counts the threads of the worker's uid in its user
+    namespace: give it only when the worker has a user namespace of its own (elsewhere it
+    counts every process of the user, and root is exempt).
+    """
     import resource
 
     def cap(which: int, value: int) -> None:
@@ -46,7 +51,9 @@ def apply_rlimits(memory_mb: int | None, file_mb: int | None) -> dict[str, int |
     if file_mb:
         cap(resource.RLIMIT_FSIZE, file_mb * 1024 * 1024)
     cap(resource.RLIMIT_CORE, 0)
-    return {"memory_mb": memory_mb, "file_mb": file_mb}
+    if threads:
+        cap(resource.RLIMIT_NPROC, threads)
+    return {"memory_mb": memory_mb, "file_mb": file_mb, "threads": threads}
 
 
 class ProcessCreationBlocked(PermissionError):

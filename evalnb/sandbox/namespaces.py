@@ -9,13 +9,17 @@ parent to read: the worker is process 1 of a namespace that holds nothing else.
 How (``enter``): the worker process calls ``unshare`` for new PID, mount, IPC and (unless
 the task opted in) network namespaces, plus a user namespace when it is not root (that is
 what lets an ordinary user create the others). Only the *next* child lands in the new PID
-namespace, so the worker forks once: the child goes on as the worker (PID 1 there), mounts
-a fresh ``/proc`` in its private mount namespace, then enters one more user namespace that
-maps only its own uid, so user code keeps no capability over those namespaces (it cannot
-unmount the fresh ``/proc`` to uncover the machine's). The original process stays behind,
-holds nothing, waits, and exits the way the worker did, so the parent's view (pid, exit
-code, the signal that killed it) is unchanged. The seccomp filter then forbids ``mount``,
-``unshare``, ``setns`` and the rest.
+namespace, so the worker forks once: the child goes on as the worker (PID 1 there), builds
+its own root with a fresh ``/proc`` (``filesystem.py``; or only mounts a fresh ``/proc``
+when the own root is off), and gives up privilege: root's worker becomes uid 65534 with no
+groups, then every worker enters one more user namespace that maps only its own uid and
+empties its capability sets, bounding set included, so user code keeps no capability over
+those namespaces (it cannot unmount anything to uncover the machine's files) nor over any
+file, and ``RLIMIT_NPROC`` counts its threads alone (root is never held to it, uid 65534 in
+a namespace of its own is). The original process stays behind, holds nothing, waits, and
+exits the way the worker did, so the parent's view (pid, exit code, the signal that killed
+it) is unchanged. The seccomp filter then forbids ``mount``, ``unshare``, ``setns`` and the
+rest, and sets ``no_new_privs``.
 
 One consequence of being PID 1: a signal the worker sends itself with no handler installed
 (``os.kill(os.getpid(), SIGTERM)``) is ignored by the kernel; faults and the parent's kill
@@ -27,13 +31,25 @@ from __future__ import annotations
 import os
 import sys
 
+if __package__:
+    from . import filesystem as fs
+else:  # loaded by path in the worker: its sibling the same way
+    import importlib.util as _util
+
+    _spec = _util.spec_from_file_location("_evalnb_sandbox_filesystem", os.path.join(os.path.dirname(__file__), "filesystem.py"))
+    fs = _util.module_from_spec(_spec)  # type: ignore[arg-type]
+    _spec.loader.exec_module(fs)  # type: ignore[union-attr]
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
-_PR_SET_PDEATHSIG = 1
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 1, 4, 24, 47, 4
+_PR_SET_NO_NEW_PRIVS, _PR_GET_NO_NEW_PRIVS = 38, 39
+WORKER_UID = 65534
+"""The uid (and gid) a root caller's worker runs as: it owns no file of the machine."""
 
 
 def unavailable(reason: str) -> dict:
@@ -41,19 +57,22 @@ def unavailable(reason: str) -> dict:
     return {"namespaces": False, "namespaces_error": reason, "network": True}
 
 
-def enter(*, network: bool, keep_fds: tuple[int, ...]) -> dict:
+def enter(*, network: bool, keep_fds: tuple[int, ...], filesystem: dict | None = None) -> dict:
     """Move this worker into new namespaces; returns what is in force (in the worker).
 
     On success this returns in a forked child; the calling process never returns (it waits
     for the child and exits as it did). ``keep_fds`` are the fds the worker needs: the
     waiter closes them, so the parent sees end-of-file the moment the worker dies. On
     failure nothing has changed and the dict says why (the caller then runs unconfined).
+    ``filesystem`` (``workdir``, ``scratch_mb``): give the worker a root of its own (see
+    ``filesystem.py``); None keeps the machine's files in view.
     """
     if not sys.platform.startswith("linux"):
         return unavailable(f"namespaces are Linux-only (platform {sys.platform})")
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
     uid, gid = os.getuid(), os.getgid()
     flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | (0 if network else CLONE_NEWNET)
     as_user = uid != 0
@@ -69,28 +88,117 @@ def enter(*, network: bool, keep_fds: tuple[int, ...]) -> dict:
         os.close(alive_r)
         _wait_and_mirror(child, keep_fds)  # never returns
     os.close(alive_w)
-    libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)  # SIGKILL when the waiter dies (cleared by fork)
-    import select
-
-    if select.select([alive_r], [], [], 0)[0]:  # the waiter died before the line above
-        os._exit(0)
-    os.close(alive_r)
+    _stay_with_waiter(libc, alive_r)
     info = {"namespaces": True, "pid": True, "ipc": True, "network": network, "user": as_user}
     info["mount"] = libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) == 0
-    proc = info["mount"] and libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0
-    info["proc"] = proc
-    if not proc:
-        # /proc still shows the machine's processes: not isolated, whatever else holds
-        info["namespaces"] = False
-        info["namespaces_error"] = f"mounting a fresh /proc failed: {os.strerror(ctypes.get_errno())}"
+    info["filesystem"] = False
+    # root's worker gives up root: it runs as an uid that owns no file of the machine
+    owner = (0, 0) if as_user else (WORKER_UID, WORKER_UID)
+    user = (uid, gid) if as_user else (WORKER_UID, WORKER_UID)  # what user code will see (see below)
+    if filesystem is not None and info["mount"]:
+        try:
+            info["read_only"] = fs.pivot(libc, root=filesystem["workdir"], workdir=filesystem["workdir"],
+                                         scratch_mb=int(filesystem["scratch_mb"]), network=network, owner=owner,
+                                         user=user)
+            info["filesystem"] = info["proc"] = True
+            info["scratch_mb"] = int(filesystem["scratch_mb"])
+        except (fs.SetupError, OSError) as exc:
+            info["filesystem_error"] = f"building the worker's own root failed ({exc})"
+    if not info["filesystem"]:
+        proc = info["mount"] and libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0
+        info["proc"] = proc
+        if not proc:
+            # /proc still shows the machine's processes: not isolated, whatever else holds
+            info["namespaces"] = False
+            info["namespaces_error"] = f"mounting a fresh /proc failed: {os.strerror(ctypes.get_errno())}"
+    if not as_user:
+        hidden = None if info["filesystem"] else _unreachable_for_others()
+        if hidden is None:
+            info["uid_dropped"] = _become(libc, WORKER_UID, WORKER_UID)
+            _stay_with_waiter(libc, alive_r)  # a uid change clears the parent-death signal
+        else:
+            info["uid_dropped"] = False
+            info["uid_error"] = (f"the worker stays root (without capabilities): uid {WORKER_UID} could not read "
+                                 f"its interpreter's files in {hidden}")
+    os.close(alive_r)
     # One more user namespace with only our own uid: user code keeps no capability over the
-    # mount and PID namespaces (and, for root, none over other users' files).
-    inside_uid, inside_gid = os.getuid(), os.getgid()
-    if libc.unshare(CLONE_NEWUSER) == 0 and _map_ids(uid, inside_uid, gid, inside_gid):
-        info["capabilities"] = False
+    # mount and PID namespaces (and none over files), and its thread count is its own.
+    current_uid, current_gid = os.getuid(), os.getgid()
+    if libc.unshare(CLONE_NEWUSER) == 0 and _map_ids(user[0], current_uid, user[1], current_gid):
+        info["own_user_namespace"] = True
     else:
-        info["capabilities"] = True
+        info["own_user_namespace"] = False
+    info["capabilities"] = not _drop_capabilities(libc)
     return info
+
+
+def _stay_with_waiter(libc: object, alive_r: int) -> None:
+    """SIGKILL this worker when the waiter dies; exit now if it already has."""
+    import select
+
+    libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)  # type: ignore[attr-defined]
+    if select.select([alive_r], [], [], 0)[0]:  # the waiter died before the line above
+        os._exit(0)
+
+
+def _unreachable_for_others() -> str | None:
+    """A folder of the interpreter that another uid cannot reach (e.g. a Python under /root), or None."""
+    import stat
+    import sysconfig
+
+    for path in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], os.path.dirname(os.path.abspath(__file__))}:
+        probe = path
+        while True:
+            try:
+                mode = os.stat(probe).st_mode
+            except OSError:
+                return probe
+            if not mode & stat.S_IXOTH or not mode & stat.S_IROTH and probe == path:
+                return probe
+            parent = os.path.dirname(probe)
+            if parent == probe:
+                break
+            probe = parent
+    return None
+
+
+def _become(libc: object, uid: int, gid: int) -> bool:
+    """Root's worker turns into ``uid``/``gid`` with no groups (the kernel clears its capabilities)."""
+    try:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    except OSError:
+        return False
+    libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # type: ignore[attr-defined]  # so it may write its own uid_map
+    return os.getuid() == uid
+
+
+def _drop_capabilities(libc: object) -> bool:
+    """Empty the bounding, ambient, effective, permitted and inheritable sets; True if they are."""
+    import ctypes
+
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # type: ignore[attr-defined]
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # type: ignore[attr-defined]
+    libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # type: ignore[attr-defined]  # also when the filter is off
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable}, all zero
+    capset = 126 if os.uname().machine.lower() in ("x86_64", "amd64") else 91
+    if libc.syscall(capset, ctypes.byref(header), ctypes.byref(data)) != 0:  # type: ignore[attr-defined]
+        return False
+    try:
+        with open("/proc/self/status") as f:
+            status = dict(line.split(":", 1) for line in f if line.startswith("Cap"))
+    except OSError:
+        return False
+    empty = all(int(status[k].strip(), 16) == 0 for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb") if k in status)
+    return empty and libc.prctl(_PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1  # type: ignore[attr-defined]
 
 
 def _why(code: int, as_user: bool) -> str:

@@ -26,7 +26,7 @@ from . import protocol
 from evalnb._gc import gc_paused
 from evalnb.aio import run_sync
 from .bridging import Bridge, answer_bridge, bridge_caller
-from .isolation import namespaces_wanted, warn_if_unconfined
+from .isolation import filesystem_wanted, namespaces_wanted, warn_if_unconfined
 from .job import CallResult, CodeLoadError, Job
 from .process import START_TIMEOUT_SECONDS, Cancelled, WorkerGone, WorkerProcess
 
@@ -120,7 +120,11 @@ class SandboxPool:
     call :meth:`close`; leftover workers are killed when the pool is collected or at exit.
     ``namespaces`` (default: on unless ``EVALNB_SANDBOX_NAMESPACES=0``) confines workers to
     their own PID, mount and IPC namespaces; ``network=False`` (the default) also gives them a
-    network namespace with no network in it. See ``isolation.py`` for what holds where.
+    network namespace with no network in it. ``filesystem`` (default: on unless
+    ``EVALNB_SANDBOX_FILESYSTEM=0``) gives each worker a root of its own: read-only what Python
+    needs and a private ``/tmp``, ``HOME`` and ``/dev/shm`` of ``scratch_mb``. ``max_threads``
+    caps a worker's threads, ``max_result_mb`` what one call returns (scores, judge, log). See
+    ``isolation.py`` for what holds where.
     """
 
     def __init__(
@@ -133,6 +137,10 @@ class SandboxPool:
         seccomp: bool = True,
         namespaces: bool | None = None,
         network: bool = False,
+        filesystem: bool | None = None,
+        scratch_mb: int = 512,
+        max_threads: int | None = 256,
+        max_result_mb: float = 16,
     ) -> None:
         size = (os.cpu_count() or 1) if size is None else size
         if size < 1:
@@ -151,6 +159,10 @@ class SandboxPool:
         self._namespaces = namespaces_wanted() if namespaces is None else namespaces
         self._warn_unconfined = namespaces is None or namespaces
         self.network = network
+        self._filesystem = filesystem_wanted() if filesystem is None else filesystem
+        self.scratch_mb = scratch_mb
+        self.max_threads = max_threads
+        self.max_result_bytes = int(max_result_mb * 1024 * 1024)
         self.workers_started = 0
         self.isolation: dict[str, Any] | None = None
         self._shared = _Shared()
@@ -341,7 +353,9 @@ class SandboxPool:
         began = time.monotonic()
         try:
             worker = WorkerProcess.start(memory_mb=self.memory_mb, file_mb=self.file_mb, seccomp=self._seccomp,
-                                         namespaces=self._namespaces, network=self.network)
+                                         namespaces=self._namespaces, network=self.network,
+                                         filesystem=self._filesystem, scratch_mb=self.scratch_mb,
+                                         max_threads=self.max_threads, max_result_bytes=self.max_result_bytes)
         except BaseException:
             with shared.changed:
                 shared.starting -= 1

@@ -100,11 +100,18 @@ class WorkerProcess:
         seccomp: bool = True,
         namespaces: bool = True,
         network: bool = False,
+        filesystem: bool = True,
+        scratch_mb: int = 512,
+        max_threads: int | None = 256,
+        max_result_bytes: int | None = None,
     ) -> WorkerProcess:
         """Start a worker in a fresh temp folder and wait for its "ready" frame.
 
         ``namespaces``: confine it where the OS allows (see ``namespaces.py``); ``network``:
-        keep the machine's network (otherwise its network namespace has none).
+        keep the machine's network (otherwise its network namespace has none); ``filesystem``:
+        give it a root of its own (``filesystem.py``, or ``landlock.py`` without namespaces)
+        with ``scratch_mb`` of private ``/tmp``; ``max_threads``: its threads at most (where it
+        has a user namespace of its own); ``max_result_bytes``: what one call may return.
         """
         global _swept
         if not _swept:
@@ -117,7 +124,8 @@ class WorkerProcess:
             slot_fd = slot_file.fileno()
             config = {"parent_pid": os.getpid(), "memory_mb": memory_mb, "file_mb": file_mb,
                       "seccomp": seccomp, "namespaces": namespaces, "network": network,
-                      "slot_fd": slot_fd}  # fmt: skip
+                      "slot_fd": slot_fd, "workdir": workdir, "filesystem": filesystem, "scratch_mb": scratch_mb,
+                      "max_threads": max_threads, "max_result_bytes": max_result_bytes}  # fmt: skip
             argv = [sys.executable, "-I", WORKER_SCRIPT, json.dumps(config)]
 
             def spawn() -> subprocess.Popen:

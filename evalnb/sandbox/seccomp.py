@@ -10,7 +10,9 @@ exec, signalling, tracing or reaching into any process other than the worker its
 ``kill(0, ...)``, which would reach the worker's process group), raising rlimits, clearing
 the parent-death signal (``prctl(PR_SET_PDEATHSIG)``, and the uid/gid changes that clear
 it), mounting or leaving the worker's namespaces (mount, umount, the new mount API,
-pivot_root, chroot, setns, unshare, open_by_handle_at), the kernel keyrings, io_uring,
+pivot_root, chroot, setns, unshare, open_by_handle_at), sockets (``socket`` for every family,
+or every family but AF_INET/AF_INET6 for a task opted into the network: no unix socket such as
+ssh-agent's or Docker's, no netlink, no vsock; ``socketpair`` stays), the kernel keyrings, io_uring,
 bpf, perf events, userfaultfd, and on x86-64 a handful of host-administration calls
 (reboot, module loading, clock setting, swap, acct). Threads still work: clone3 answers
 ENOSYS so libc falls back to clone, whose flags the filter can inspect. Supported on Linux x86-64 and aarch64; elsewhere
@@ -61,10 +63,12 @@ _SELF_ONLY = {  # allowed only when the first argument is the worker's own pid
     "rt_sigqueueinfo": (129, 138), "rt_tgsigqueueinfo": (297, 240),
 }  # fmt: skip
 _CLONE, _CLONE3, _PRLIMIT64 = (56, 220), (435, 435), (302, 261)
+_SOCKET = (41, 198)
+_AF_INET, _AF_INET6 = 2, 10
 _ARCHES = {"x86_64": (0, 0xC000003E), "amd64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7), "arm64": (1, 0xC00000B7)}
 
 
-def _program(arch: str, own_pid: int) -> list[tuple[int, object, object, int]]:
+def _program(arch: str, own_pid: int, network: bool = False) -> list[tuple[int, object, object, int]]:
     """The filter as (code, jump-if-true, jump-if-false, k); jumps may be label names."""
     col, audit_arch = _ARCHES[arch]
     prog: list[tuple[int, object, object, int]] = [
@@ -83,6 +87,7 @@ def _program(arch: str, own_pid: int) -> list[tuple[int, object, object, int]]:
     prog.append((_JEQ, "clone", 0, _CLONE[col]))
     prog.append((_JEQ, "prlimit", 0, _PRLIMIT64[col]))
     prog.append((_JEQ, "prctl", 0, _PRCTL[col]))
+    prog.append((_JEQ, "socket", 0, _SOCKET[col]))
     prog += [(_JEQ, "self", 0, nrs[col]) for nrs in _SELF_ONLY.values()]
     prog.append((_RET, 0, 0, _ALLOW))
     labels = {
@@ -93,6 +98,10 @@ def _program(arch: str, own_pid: int) -> list[tuple[int, object, object, int]]:
         "prctl": [(_LD_W_ABS, 0, 0, 16), (_JEQ, "deny", "allow", _PR_SET_PDEATHSIG)],
         # kill(0, ...) would reach the worker's process group: only its own pid is allowed
         "self": [(_LD_W_ABS, 0, 0, 16), (_JEQ, "allow", "deny", own_pid)],
+        # socket(family, ...): none at all, or AF_INET/AF_INET6 for a task opted into the network
+        # (socketpair stays: asyncio's event loop wakes itself through one; it reaches nothing)
+        "socket": [(_LD_W_ABS, 0, 0, 16), (_JEQ, "allow", 0, _AF_INET), (_JEQ, "allow", "deny", _AF_INET6)]
+        if network else [(_RET, 0, 0, _ERRNO | _EPERM)],
         "deny": [(_RET, 0, 0, _ERRNO | _EPERM)],
         "enosys": [(_RET, 0, 0, _ERRNO | _ENOSYS)],
         "allow": [(_RET, 0, 0, _ALLOW)],
@@ -108,8 +117,12 @@ def _program(arch: str, own_pid: int) -> list[tuple[int, object, object, int]]:
     return [(code, offset(jt, i), offset(jf, i), k) for i, (code, jt, jf, k) in enumerate(prog)]
 
 
-def install() -> str | None:
-    """Install the filter on the calling process; returns None on success, else the reason."""
+def install(*, network: bool = False) -> str | None:
+    """Install the filter on the calling process; returns None on success, else the reason.
+
+    ``network``: the worker's task was opted into the network, so ``socket`` may make
+    AF_INET/AF_INET6 sockets (never AF_UNIX, AF_NETLINK, AF_VSOCK or any other family).
+    """
     if not sys.platform.startswith("linux"):
         return f"seccomp is Linux-only (platform {sys.platform})"
     arch = os.uname().machine.lower()
@@ -117,7 +130,7 @@ def install() -> str | None:
         return f"no seccomp filter for architecture {arch}"
     import ctypes
 
-    program = _program(arch, os.getpid())
+    program = _program(arch, os.getpid(), network)
     raw = b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in program)
     buffer = ctypes.create_string_buffer(raw, len(raw))
 

@@ -40,10 +40,10 @@ def _sibling(name: str) -> Any:
 
 
 if __package__:
-    from . import context, limits, namespaces, protocol, seccomp
+    from . import context, landlock, limits, namespaces, protocol, seccomp
 else:  # started as a script inside the sandbox
-    protocol, limits, seccomp, context, namespaces = (
-        _sibling(n) for n in ("protocol", "limits", "seccomp", "context", "namespaces")
+    protocol, limits, seccomp, context, namespaces, landlock = (
+        _sibling(n) for n in ("protocol", "limits", "seccomp", "context", "namespaces", "landlock")
     )
 
 encode = protocol.encode
@@ -51,7 +51,9 @@ dumps = protocol.dumps
 TICK_SECONDS = 0.05
 FLUSH_RESULTS = 256  # results per frame at most
 FLUSH_SECONDS = 0.01  # and at least this often while calls complete
-MAX_RESULT_BYTES = 16 * 1024 * 1024
+MAX_RESULT_BYTES = 16 * 1024 * 1024  # what one call may send back, counted as below (config: max_result_bytes)
+CONTAINER_BYTES = 64  # a JSON object or array costs the parent about this much more than its bytes
+MAX_REQUEST_BYTES = 8 * 1024 * 1024  # one ctx.*_create request, as JSON
 CODE_CACHE_SIZE = 16
 USER_MODULE_NAME = "evalnb_user_code"
 LOG_CHARS = 4096  # what one call printed, its last this many characters, goes back with its result
@@ -74,6 +76,7 @@ class _State:
     index = 0
     request_id = 0
     memory_mb: int | None = None
+    max_result_bytes = MAX_RESULT_BYTES
     bridged = False  # the current call made a model call: flush its result right away
     results: Results | None = None
     slot: memoryview | None = None  # (call index, start ns) shared with the parent
@@ -211,6 +214,8 @@ def _bridge(channel: Channel, kind: str, request: dict) -> dict:
             frame = encode(["bridge", st.index, request_id, kind, request])
         except (TypeError, ValueError) as exc:
             raise TypeError(f"ctx.{kind}_create arguments must be JSON values ({exc})") from None
+        if len(frame) > MAX_REQUEST_BYTES:
+            raise ValueError(f"ctx.{kind}_create request is {len(frame)} bytes of JSON; the limit is {MAX_REQUEST_BYTES}")
         st.in_io = True  # a timeout must not interrupt a half-read frame; it fires right after
         try:
             channel.send(frame)
@@ -415,8 +420,15 @@ def _result_part(value: Any, fn_name: str, log: str | None = None) -> bytes:
     except Exception as exc:  # noqa: BLE001 - TypeError, ValueError (circular), RecursionError, MemoryError
         message = f"{fn_name} returned a value that is not JSON ({type(value).__name__}: {exc})"
         return _error_part({"type": "NotJSON", "message": message, "line": None}, log)
-    if len(part) > MAX_RESULT_BYTES:
-        message = f"{fn_name} returned {len(part)} bytes of JSON; the limit is {MAX_RESULT_BYTES}"
+    size = len(part)
+    if size > 65536:  # small values cannot amplify much; big ones are weighed as the parent will hold them
+        size += CONTAINER_BYTES * (part.count(b"{") + part.count(b"["))
+    if size > STATE.max_result_bytes:
+        what = f"{len(part)} bytes of JSON" if size == len(part) else (
+            f"{len(part)} bytes of JSON with {(size - len(part)) // CONTAINER_BYTES} objects and arrays "
+            f"(about {size} bytes once read)")
+        message = (f"{fn_name} returned {what}; the sandbox limit for what one call returns (scores, judge, "
+                   f"log) is {STATE.max_result_bytes} bytes")
         return _error_part({"type": "ResultTooLarge", "message": message, "line": None}, log)
     return part
 
@@ -441,9 +453,16 @@ def main(argv: list[str]) -> None:
     slot_fd = config.get("slot_fd")
     # First of all, before anything of the parent's could be looked at: into namespaces (on
     # success this continues in a forked child, see namespaces.py).
+    network = bool(config.get("network"))
+    workdir = config.get("workdir") or os.getcwd()
+    own_root = {"workdir": workdir, "scratch_mb": config.get("scratch_mb") or 512} if config.get("filesystem", True) else None
     if config.get("namespaces", True):
         keep = (slot_fd,) if slot_fd is not None else ()
-        isolation: dict[str, Any] = namespaces.enter(network=bool(config.get("network")), keep_fds=keep)
+        began = time.perf_counter()
+        isolation: dict[str, Any] = namespaces.enter(network=network, keep_fds=keep, filesystem=own_root)
+        # what confining cost this worker (its CPU time is the part a busy machine does not inflate)
+        isolation["setup_ms"] = round((time.perf_counter() - began) * 1000, 2)
+        isolation["setup_cpu_ms"] = round(time.process_time() * 1000, 2)  # the forked worker's CPU, all of it setup
     else:
         isolation = namespaces.unavailable("turned off (EVALNB_SANDBOX_NAMESPACES=0 or namespaces=False)")
     channel = _take_protocol_fds()
@@ -451,9 +470,15 @@ def main(argv: list[str]) -> None:
         STATE.slot = memoryview(mmap.mmap(slot_fd, protocol.SLOT_BYTES)).cast("q")
         os.close(slot_fd)
     STATE.memory_mb = config.get("memory_mb")
-    isolation["rlimits"] = limits.apply_rlimits(config.get("memory_mb"), config.get("file_mb"))
+    STATE.max_result_bytes = int(config.get("max_result_bytes") or MAX_RESULT_BYTES)
+    threads = config.get("max_threads") if isolation.get("own_user_namespace") else None
+    isolation["rlimits"] = limits.apply_rlimits(config.get("memory_mb"), config.get("file_mb"), threads=threads)
+    if own_root is not None and not isolation.get("filesystem"):
+        # no root of its own (no namespaces, or building it failed): Landlock, where the kernel has it
+        isolation.update(landlock.restrict(read_only=namespaces.fs.read_only_paths(network=network),
+                                           writable=[workdir], network=network))
     isolation["python_guards"] = bool(limits.block_process_apis())
-    reason = seccomp.install() if config.get("seccomp", True) else "disabled by the parent"
+    reason = seccomp.install(network=network) if config.get("seccomp", True) else "disabled by the parent"
     isolation["seccomp"] = reason is None
     if reason is not None:
         isolation["seccomp_error"] = reason

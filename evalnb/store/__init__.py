@@ -7,7 +7,7 @@ the reusable output cache; `redact` keeps credentials out of everything stored.
 
 from __future__ import annotations
 
-from evalnb.store._codec import SAMPLE_FIELDS, SAMPLE_STATUSES
+from evalnb.store._codec import SAMPLE_FIELDS, SAMPLE_STATUSES, text_hash
 from evalnb.store._keys import (
     bridge_request_key,
     canonical_json,
@@ -48,4 +48,5 @@ __all__ = [
     "row_digest",
     "run_signature",
     "sanitize_models",
+    "text_hash",
 ]

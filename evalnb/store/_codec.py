@@ -13,9 +13,11 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from itertools import groupby
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from evalnb.redaction import Redactor
+from evalnb.sample import SAMPLE_FIELDS, STORED_FIELDS, Sample
 
 SAMPLE_STATUSES = ("queued", "generating", "scoring", "completed", "failed")
 FINISHED_SAMPLE_STATUSES = ("completed", "failed")
@@ -38,7 +40,9 @@ _KINDS = {
     "latency_s": _FLOAT,
     "cost_usd": _FLOAT,
     "cached": _FLAG,
+    "missing_field": _FLAG,
 }
+assert set(STORED_FIELDS) <= set(_KINDS), "every stored Sample field has an encoding"
 _COLUMN = {"prompt": "prompt_hash", "prompt_text": "prompt_text_hash", "dataset_row": "dataset_row_hash"}
 
 
@@ -122,9 +126,15 @@ def _sample_sql_for(fields: tuple[tuple[str, int], ...], stamp: bool, update_cre
     return _sample_sql(tuple(cols), update_created)
 
 
-def _where(s: Mapping[str, Any]) -> str:
-    epoch = f", epoch={s['epoch']!r}" if s.get("epoch") else ""
-    return f"sample (task_id={s.get('task_id')!r}, model={s.get('model')!r}, sample_index={s.get('sample_index')!r}{epoch})"
+def _where(s: Any) -> str:
+    get = s.get if isinstance(s, Mapping) else lambda name: getattr(s, name, None)
+    epoch = f", epoch={get('epoch')!r}" if get("epoch") else ""
+    return f"sample (task_id={get('task_id')!r}, model={get('model')!r}, sample_index={get('sample_index')!r}{epoch})"
+
+
+# A Sample's stored fields but the key and status (which lead every row), and how each is encoded.
+_SAMPLE_KINDS = tuple((name, _KINDS[name]) for name in STORED_FIELDS if _KINDS[name] != _SKIP)
+_sample_values = attrgetter(*(name for name, _ in _SAMPLE_KINDS))
 
 
 class SampleEncoder:
@@ -176,11 +186,15 @@ class SampleEncoder:
             ops: list[Op] = []
             for s in samples:
                 ops.append(self._encode(s, run_id, now))
-                calls = s.get("judge_calls") if isinstance(s, Mapping) else None
+                if type(s) is Sample:
+                    calls, rid, key = s.judge_calls, run_id, (s.task_id, s.model, s.sample_index, s.epoch)
+                elif isinstance(s, Mapping):
+                    calls, rid = s.get("judge_calls"), s.get("run_id") or run_id
+                    key = (s.get("task_id"), s.get("model"), s.get("sample_index"), s.get("epoch", 0))
+                else:
+                    calls = None
                 if calls:
-                    rid = s.get("run_id") or run_id
-                    ops.extend(self.judge_call_op(rid, s["task_id"], s["model"], s["sample_index"],
-                                                  s.get("epoch", 0), call, now) for call in calls)
+                    ops.extend(self.judge_call_op(rid, *key, call, now) for call in calls)
             return ops
         except BaseException:
             self.reset()
@@ -218,11 +232,20 @@ class SampleEncoder:
         )
         return Op(_JUDGE_CALL_SQL, params, tuple(texts))
 
-    def _encode(self, s: Mapping[str, Any], run_id: str | None, now: int) -> Op:
+    def _encode(self, s: Sample | Mapping[str, Any], run_id: str | None, now: int) -> Op:
+        if type(s) is Sample:  # the runner's samples: every stored field, in the type's order
+            return self._encode_fields(s, run_id, s.task_id, s.model, s.sample_index, s.epoch, s.status,
+                                       _SAMPLE_KINDS, _sample_values(s), now, None, False)
         if not isinstance(s, Mapping):
-            raise TypeError(f"a sample must be a dict, got {type(s).__name__}")
-        rid = s.get("run_id") or run_id
-        task_id, model, index, status = s.get("task_id"), s.get("model"), s.get("sample_index"), s.get("status")
+            raise TypeError(f"a sample must be a Sample or a dict, got {type(s).__name__}")
+        fields = _fields(tuple(s))
+        return self._encode_fields(s, s.get("run_id") or run_id, s.get("task_id"), s.get("model"),
+                                   s.get("sample_index"), s.get("epoch", 0), s.get("status"), fields,
+                                   [s[name] for name, _ in fields], now, s.get("created_at"), "completed_at" in s)
+
+    def _encode_fields(self, s: Any, rid: Any, task_id: Any, model: Any, index: Any, epoch: Any, status: Any,
+                       fields: tuple[tuple[str, int], ...], values: Any, now: int, created: Any,
+                       has_completed: bool) -> Op:
         if not isinstance(rid, str) or not rid:
             raise ValueError(f"{_where(s)}: no run_id (give it in the sample or to the writer)")
         if not isinstance(task_id, str) or not task_id:
@@ -231,19 +254,16 @@ class SampleEncoder:
             raise ValueError(f"{_where(s)}: model must be a non-empty string (the model label)")
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise ValueError(f"{_where(s)}: sample_index must be an integer >= 0")
-        epoch = s.get("epoch", 0)
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
             raise ValueError(f"{_where(s)}: epoch must be an integer >= 0")
         if status not in SAMPLE_STATUSES:
             raise ValueError(f"{_where(s)}: status must be one of {', '.join(SAMPLE_STATUSES)}; got {status!r}")
-        fields = _fields(tuple(s))
         redact = self._redact
         vals: list[Any] = [rid, task_id, model, index, epoch, status]
         texts: list[tuple[bytes, str]] = []
         name = ""
         try:  # one pass over the sample's stored fields: this is the runner's hot path
-            for name, kind in fields:
-                value = s[name]
+            for (name, kind), value in zip(fields, values):
                 if kind == _TEXT:
                     if value is not None:
                         if type(value) is not str and not isinstance(value, str):
@@ -271,12 +291,11 @@ class SampleEncoder:
         except (TypeError, ValueError) as exc:
             kind_of = TypeError if isinstance(exc, TypeError) else ValueError
             raise kind_of(f"{_where(s)}: {name} {exc}") from None
-        stamp = status in FINISHED_SAMPLE_STATUSES and "completed_at" not in s
+        stamp = status in FINISHED_SAMPLE_STATUSES and not has_completed
         if stamp:
             vals.append(now)
-        created = s.get("created_at")
         vals.append(now if created is None else int(created))
-        return Op(_sample_sql_for(fields, stamp, "created_at" in s), tuple(vals), tuple(texts))
+        return Op(_sample_sql_for(fields, stamp, created is not None), tuple(vals), tuple(texts))
 
     def _prompt_ref(self, prompt: Any, texts: list[tuple[bytes, str]]) -> bytes | None:
         if prompt is None:
@@ -440,17 +459,11 @@ def _multi_row_sql(head: str, values: str, tail: str, n: int) -> str:
     return head + ", ".join([values] * n) + tail
 
 
+_TEXT_JOINS = {"prompt": "p", "dataset_row": "r", "prompt_text": "q"}  # field -> alias of its texts row
 SAMPLE_SELECT = (
-    "SELECT s.run_id, s.task_id, s.model, s.sample_index, s.epoch, s.status, p.body, s.target, s.output_text, "
-    "s.extracted_output, s.scores, s.judge, s.error, s.latency_s, s.usage, s.response_id, r.body, "
-    "s.request_key, s.grader_key, s.created_at, s.started_at, s.completed_at, q.body, s.log, s.cost_usd, s.cached "
+    f"SELECT {', '.join(f'{_TEXT_JOINS[f]}.body' if f in _TEXT_JOINS else f's.{f}' for f in SAMPLE_FIELDS)} "
     "FROM samples s LEFT JOIN texts p ON p.hash = s.prompt_hash LEFT JOIN texts r ON r.hash = s.dataset_row_hash "
     "LEFT JOIN texts q ON q.hash = s.prompt_text_hash"
-)
-SAMPLE_FIELDS = (
-    "run_id", "task_id", "model", "sample_index", "epoch", "status", "prompt", "target", "output_text",
-    "extracted_output", "scores", "judge", "error", "latency_s", "usage", "response_id", "dataset_row",
-    "request_key", "grader_key", "created_at", "started_at", "completed_at", "prompt_text", "log", "cost_usd", "cached",
 )
 JSON_FIELDS = ("scores", "judge", "error", "usage", "dataset_row")
 _JSON_POSITIONS = tuple(SAMPLE_FIELDS.index(f) for f in JSON_FIELDS)

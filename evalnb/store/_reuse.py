@@ -23,10 +23,11 @@ _RANGE = "run_id = ? AND task_id = ? AND model = ? AND sample_index BETWEEN ? AN
 _COPY_SQL = (
     "INSERT OR REPLACE INTO samples (run_id, task_id, model, sample_index, epoch, status, prompt_hash, target, "
     "output_text, extracted_output, scores, judge, error, latency_s, usage, response_id, dataset_row_hash, "
-    "request_key, grader_key, created_at, started_at, completed_at, prompt_text_hash, log, cost_usd, cached) "
+    "request_key, grader_key, created_at, started_at, completed_at, prompt_text_hash, log, cost_usd, cached, "
+    "missing_field) "
     "SELECT ?, task_id, model, sample_index, epoch, status, prompt_hash, target, output_text, extracted_output, "
     "scores, judge, error, latency_s, usage, response_id, dataset_row_hash, request_key, grader_key, "
-    "?, started_at, ?, prompt_text_hash, log, 0, 1 FROM samples WHERE run_id = ? AND task_id = ? AND model = ? "
+    "?, started_at, ?, prompt_text_hash, log, 0, 1, missing_field FROM samples WHERE run_id = ? AND task_id = ? AND model = ? "
     "AND sample_index = ? AND epoch = ? AND status = 'completed'"
 )
 # A copied sample's grader model calls come along, as answered from the store (no cost here).

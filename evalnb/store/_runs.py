@@ -484,5 +484,6 @@ class RunRecords:
             conn.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM task_metrics WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM judge_calls WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM executor_state WHERE run_id = ?", (run_id,))
         with _ACTIVE_LOCK:
             _ACTIVE_RUNS.discard(run_id)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from evalnb.errors import EvalnbError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Large, repeated texts (prompts, dataset rows) live once in `texts`, keyed by a 16-byte
 # BLAKE2b digest: the same prompt is shared by every model of a run and by every re-run.
@@ -192,7 +192,23 @@ def _v4_to_v5_judges_and_cost(conn: sqlite3.Connection) -> None:
         PRIMARY KEY (run_id, task_id, model, sample_index, epoch, call))""")
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5_judges_and_cost}
+def _v5_to_v6_sample_flags_and_executor_state(conn: sqlite3.Connection) -> None:
+    """Issue 20: samples record `missing_field` (1: a template named a field the row lacks),
+    set when the item is rendered, so results count them without decoding rows (NULL for
+    earlier samples: not recorded then). `executor_state`: what an executor keeps per run to
+    pick up again on resume (e.g. a provider batch's id), as JSON per key."""
+    conn.execute("ALTER TABLE samples ADD COLUMN missing_field INTEGER")
+    conn.execute("""CREATE TABLE executor_state (
+        run_id TEXT NOT NULL,
+        executor TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, executor, key))""")
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5_judges_and_cost,
+                                    5: _v5_to_v6_sample_flags_and_executor_state}
 
 
 def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:

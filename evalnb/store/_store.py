@@ -422,6 +422,31 @@ class Store(RunRecords, GradeReuse):
                  self._scrub(error_text(error)), _now()),
             )
 
+    # ---- executor state: what an executor keeps per run to pick up on resume -------------------
+    def save_executor_state(self, run_id: str, executor: str, key: str, value: Any) -> None:
+        """Keep `value` (JSON) under (run, executor name, key), committed now; None removes it.
+
+        For executors whose work outlives the process (a provider batch's id): resume reads it
+        back with `executor_state`. Written at once, not through the run's writer, so it is on
+        disk before the executor waits on the work it names.
+        """
+        with self._transaction() as conn:
+            if value is None:
+                conn.execute("DELETE FROM executor_state WHERE run_id = ? AND executor = ? AND key = ?",
+                             (run_id, executor, key))
+            else:
+                conn.execute(
+                    "INSERT INTO executor_state (run_id, executor, key, value, updated_at) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT (run_id, executor, key) DO UPDATE SET value = excluded.value, "
+                    "updated_at = excluded.updated_at",
+                    (run_id, executor, key, to_json(value), _now()))
+
+    def executor_state(self, run_id: str, executor: str) -> dict[str, Any]:
+        """Everything `save_executor_state` kept for (run, executor): key -> value."""
+        rows = self._rows("SELECT key, value FROM executor_state WHERE run_id = ? AND executor = ? ORDER BY key",
+                          (run_id, executor))
+        return {k: from_json(v) for k, v in rows}
+
     def task_metrics(self, run_id: str) -> list[dict[str, Any]]:
         """Batch-grader results of a run: [{task_id, model, metrics, error, updated_at}]."""
         rows = self._rows(

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from evalnb.suite.templates import render_template
+from evalnb.suite.templates import missing_field_check, render_template
 
 if TYPE_CHECKING:
     from evalnb.suite.manifest import SuiteManifest as Suite, Task
@@ -44,6 +44,7 @@ class Item:
     choices: list[str] | None = None
     fewshot: tuple[FewshotExample, ...] = field(default_factory=tuple)
     question: str = ""  # the rendered prompt without few-shot examples
+    missing_field: bool = False  # the prompt or target template named a field this row lacks
 
     def as_grader_item(self) -> dict[str, Any]:
         """The `item` dict a grader receives (SPEC Decisions: row fields + rendered fields)."""
@@ -156,6 +157,7 @@ def iter_items(
     examples = _FewshotRenderer(task, pool) if count else None
     choices = list(task.choices) if task.choices is not None else None
     target_template = task.target_template or ""
+    lacks_field = missing_field_check([task.prompt_template or "", target_template], choices)
     for index, row in enumerate(evaluated):
         question = render_template(task.prompt_template, row, choices)
         shots: tuple[FewshotExample, ...] = ()
@@ -174,6 +176,7 @@ def iter_items(
             choices=choices,
             fewshot=shots,
             question=question,
+            missing_field=lacks_field(row),
         )
 
 

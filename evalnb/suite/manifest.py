@@ -65,7 +65,9 @@ from evalnb.suite.datasets import (
     dataset_kind,
     with_split,
 )
+from evalnb.errors import ManifestError
 from evalnb.suite.extraction_spec import EXTRACTION_PARAMS, OutputExtraction
+from evalnb.suite.paths import paths_outside
 from evalnb.suite.python_spec import (
     DEFAULT_MODEL_CALLS,
     DEFAULT_TIMEOUT,
@@ -317,8 +319,12 @@ class SuiteManifest(ManifestModel):
         return suite
 
     @classmethod
-    def from_file(cls, path: str | Path) -> Self:
-        """Read a ``.json``, ``.yaml`` or ``.yml`` manifest (FileNotFoundError if it is missing)."""
+    def from_file(cls, path: str | Path, *, allow_paths_outside: bool = False) -> Self:
+        """Read a ``.json``, ``.yaml`` or ``.yml`` manifest (FileNotFoundError if it is missing).
+
+        Local dataset and few-shot paths must stay inside the manifest's folder (see
+        ``evalnb.suite.paths``); ``allow_paths_outside=True`` lifts that for a trusted manifest.
+        """
         path = Path(path)
         text = path.read_text(encoding="utf-8")
         suffix = path.suffix.lower()
@@ -329,7 +335,12 @@ class SuiteManifest(ManifestModel):
         else:
             msg = f"{path}: unsupported manifest file type {suffix!r}; use .json, .yaml or .yml"
             raise whole_manifest_error(msg, "file_type")
-        return cls.from_dict(data, base_dir=path.resolve().parent)
+        suite = cls.from_dict(data, base_dir=path.resolve().parent)
+        if not allow_paths_outside:
+            problems = paths_outside(suite.tasks, path.resolve().parent)
+            if problems:
+                raise ManifestError(problems)
+        return suite
 
     # -- reading -----------------------------------------------------------------------------
 

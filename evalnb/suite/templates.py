@@ -26,12 +26,13 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalnb.errors import TemplateError
 
-__all__ = ["field_value", "fields_in_no_row", "missing_fields", "render_template", "render_spans", "template_fields"]
+__all__ = ["field_value", "fields_in_no_row", "missing_field_check", "missing_fields", "render_template", "render_spans",
+           "template_fields"]
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\s*\}\}")
 _MISSING = object()
@@ -101,6 +102,25 @@ def template_fields(template: str) -> list[str]:
 def missing_fields(template: str, row: Any, choices: list[str] | None = None) -> list[str]:
     """The placeholder paths of ``template`` that do not resolve in ``row`` (each renders as "")."""
     return [path for path, segments in _placeholders(template) if _lookup(segments, row, choices) is _MISSING]
+
+
+_SPECIAL = frozenset({"row", "choices", "choice_list"})
+
+
+def missing_field_check(templates: list[str], choices: list[str] | None = None) -> Callable[[Any], bool]:
+    """``row -> whether any of templates names a field the row lacks`` (it renders as "").
+
+    Worked out once per task: with plain top-level fields (the usual case) each row costs one
+    C-level subset test of its keys, so the run records the flag for every item it renders.
+    """
+    paths = [p for t in templates for p in template_fields(t)]
+    if not paths:
+        return lambda row: False
+    if all("." not in p and p not in _SPECIAL for p in paths):
+        names = frozenset(paths)
+        return lambda row: not row.keys() >= names if type(row) is dict else (
+            isinstance(row, Mapping) and not row.keys() >= names)
+    return lambda row: isinstance(row, Mapping) and any(missing_fields(t, row, choices) for t in templates)
 
 
 def field_value(row: Any, path: str) -> Any:

@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
+from evalnb.testing._batches import BatchFault
 from evalnb.testing._faults import Fault
 from evalnb.testing._server import LocalModelServer, RecordedRequest
 
-__all__ = ["Fault", "LocalModelServer", "RecordedRequest"]
+__all__ = ["BatchFault", "Fault", "LocalModelServer", "RecordedRequest"]

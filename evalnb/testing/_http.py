@@ -113,3 +113,52 @@ def response_bytes(
     conn = "" if keep_alive else "Connection: close\r\n"
     head = f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n{conn}{extra}\r\n"
     return line + head.encode("latin-1") + body
+
+
+def multipart_fields(content_type: str, body: bytes) -> dict[str, tuple[str | None, bytes]]:
+    """The fields of a ``multipart/form-data`` body: name -> (filename or None, bytes).
+
+    Enough for file uploads as HTTP clients send them (one boundary, no nested parts); a body
+    that is not such a form is a `BadRequest` naming what is wrong.
+    """
+    kind, _, params = content_type.partition(";")
+    if kind.strip().lower() != "multipart/form-data":
+        raise BadRequest(400, f"expected a multipart/form-data body, got content type {kind.strip()!r}")
+    boundary = _param(params, "boundary")
+    if not boundary:
+        raise BadRequest(400, "multipart/form-data body without a boundary")
+    delim = b"--" + boundary.encode("latin-1")
+    fields: dict[str, tuple[str | None, bytes]] = {}
+    chunks = body.split(delim)
+    if len(chunks) < 3:
+        raise BadRequest(400, "multipart body has no parts")
+    for chunk in chunks[1:]:
+        if chunk.startswith(b"--"):  # the closing delimiter
+            break
+        if chunk.startswith(b"\r\n"):
+            chunk = chunk[2:]
+        head, sep, content = chunk.partition(b"\r\n\r\n")
+        if not sep:
+            raise BadRequest(400, "multipart part without headers")
+        if content.endswith(b"\r\n"):
+            content = content[:-2]
+        disposition = ""
+        for line in head.decode("latin-1").split("\r\n"):
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-disposition":
+                disposition = value
+        field = _param(disposition, "name")
+        if field is None:
+            raise BadRequest(400, "multipart part without a field name")
+        fields[field] = (_param(disposition, "filename"), content)
+    return fields
+
+
+def _param(header: str, name: str) -> str | None:
+    """A ``name=value`` or ``name="value"`` parameter of a header value (None: absent)."""
+    for piece in header.split(";"):
+        key, sep, value = piece.strip().partition("=")
+        if sep and key.strip().lower() == name:
+            value = value.strip()
+            return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+    return None

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Union
 
 from evalnb.testing import _replies as replies
+from evalnb.testing._batches import BatchBook, BatchFault
 from evalnb.testing._faults import Fault, FaultSchedule, Latency, check_latency, pick_latency
 from evalnb.testing._http import BadRequest, HttpRequest, read_request, response_bytes
 
@@ -47,7 +48,12 @@ class LocalModelServer:
     """An OpenAI-compatible model server on ``127.0.0.1`` that answers from a script.
 
     Endpoints: ``POST /v1/responses``, ``/v1/chat/completions``, ``/v1/completions``,
-    ``/v1/embeddings`` and ``GET /v1/models``.
+    ``/v1/embeddings`` and ``GET /v1/models``; and the Batch API (`_batches`): ``/v1/files``
+    (upload, ``/{id}``, ``/{id}/content``) and ``/v1/batches`` (create, ``/{id}``,
+    ``/{id}/cancel``). A batch's requests are answered by the same responder, faults and usage
+    as live calls (latency aside): a batch run gets the live run's answers.
+    ``batch_delay`` (seconds) keeps each batch ``in_progress`` that long; ``batch_faults``
+    (`BatchFault` list) fail or expire whole batches. `uploads` counts files uploaded.
 
     ``responder`` decides the answer text from the request's prompt (Responses ``input`` — a
     string, or the last user message of a list; chat: the last user message):
@@ -97,6 +103,8 @@ class LocalModelServer:
         echo_headers: Sequence[str] = (),
         max_concurrency: int | None = None,
         usage: Mapping[str, int] | Callable[[dict, str], Mapping[str, int] | None] | None = None,
+        batch_delay: float = 0.0,
+        batch_faults: Sequence[BatchFault] | None = None,
     ):
         if responder is not None and not callable(responder) and not isinstance(responder, Mapping):
             raise TypeError("responder must be a dict of prompt substring -> answer, or a callable")
@@ -128,6 +136,7 @@ class LocalModelServer:
         self._stopping: asyncio.Event | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._port: int | None = None
+        self.batches_book = BatchBook(self._batch_answer, delay=batch_delay, faults=batch_faults)
         self.reset()
 
     # ---- what tests look at -------------------------------------------------------------
@@ -169,6 +178,21 @@ class LocalModelServer:
         return self._by_path.get(path, 0)
 
     @property
+    def uploads(self) -> int:
+        """Files uploaded (``POST /v1/files``) since start or `reset`."""
+        return self.batches_book.uploads
+
+    @property
+    def batches(self) -> dict[str, dict]:
+        """Batches created since start or `reset`, by id (as last looked at; copies)."""
+        return {bid: dict(b) for bid, b in self.batches_book.batches.items()}
+
+    @property
+    def batched_requests(self) -> int:
+        """Requests answered inside batches since start or `reset`."""
+        return self.batches_book.batched_requests
+
+    @property
     def in_flight(self) -> int:
         """Requests received and not yet answered right now."""
         return self._in_flight
@@ -193,8 +217,12 @@ class LocalModelServer:
         self._max_busy = 0
         self._served = 0
         self._by_path: dict[str, int] = {}
+        self._batch_n = 0  # reply ids of batched requests
         self._rng = random.Random(self._seed)
         self._schedule.reset()
+        book = getattr(self, "batches_book", None)
+        if book is not None:
+            book.reset()
 
     # ---- lifecycle ----------------------------------------------------------------------
     def start(self) -> LocalModelServer:
@@ -318,7 +346,7 @@ class LocalModelServer:
             status, payload, extra = await self._reply(req, body, bad_json, self._served)
             if status is None:  # a dropped connection: no reply at all
                 return False
-            ctype = "text/event-stream" if extra.pop("_sse", None) else "application/json"
+            ctype = "text/event-stream" if extra.pop("_sse", None) else extra.pop("_ctype", "application/json")
             writer.write(response_bytes(status, payload, content_type=ctype, headers=extra,
                                         keep_alive=req.keep_alive))
             if self.record:
@@ -332,6 +360,8 @@ class LocalModelServer:
     async def _reply(
         self, req: HttpRequest, body: Any, bad_json: bool, n: int
     ) -> tuple[int | None, bytes, dict[str, str]]:
+        if BatchBook.serves(req.path):
+            return self.batches_book.handle(req.method, req.path, req.headers, req.body)
         if (req.method, req.path) not in _ROUTES:
             known = any(path == req.path for _, path in _ROUTES)
             status = 405 if known else 404
@@ -412,20 +442,60 @@ class LocalModelServer:
     def _normal_reply(
         self, path: str, body: dict, prompt: str, answer: Any, fault: Fault | None, n: int
     ) -> bytes | tuple[bytes, dict[str, str]]:
+        if path == "/v1/chat/completions" and body.get("stream") and not isinstance(answer, dict):
+            empty = fault is not None and fault.empty
+            text = "" if empty else (self.default if answer is None else str(answer))
+            return replies.chat_stream(body, text, n), {"_sse": "1"}
+        return _json(self._reply_body(path, body, prompt, answer, fault, n))
+
+    def _reply_body(self, path: str, body: dict, prompt: str, answer: Any, fault: Fault | None, n: int) -> dict:
+        """The JSON reply of a model call that is answered (live or in a batch)."""
         empty = fault is not None and fault.empty
         if path == "/v1/embeddings":
             texts = [] if empty else replies.embedding_inputs(body)
-            return _json(self._with_usage(replies.embeddings_reply(body, self._embed(texts, body), texts), body, path))
+            return self._with_usage(replies.embeddings_reply(body, self._embed(texts, body), texts), body, path)
         if isinstance(answer, dict):
-            return _json(answer)
+            return answer
         text = "" if empty else (self.default if answer is None else str(answer))
         if path == "/v1/responses":
-            return _json(self._with_usage(replies.responses_reply(body, text, prompt, n), body, path))
+            return self._with_usage(replies.responses_reply(body, text, prompt, n), body, path)
         if path == "/v1/completions":
-            return _json(self._with_usage(replies.completions_reply(body, text, prompt, n), body, path))
-        if body.get("stream"):
-            return replies.chat_stream(body, text, n), {"_sse": "1"}
-        return _json(self._with_usage(replies.chat_reply(body, text, prompt, n), body, path))
+            return self._with_usage(replies.completions_reply(body, text, prompt, n), body, path)
+        return self._with_usage(replies.chat_reply(body, text, prompt, n), body, path)
+
+    def _batch_answer(self, path: str, body: dict) -> tuple[int, Any]:
+        """One request of a batch: (status, reply JSON), decided as a live call would be.
+
+        The responder, the `Fault` list and `usage` apply; latency does not (a batch's timing is
+        `batch_delay`). A fault that would drop or garble a live reply is a 500 here: a batch
+        reports every request.
+        """
+        prompt = replies.prompt_of(path, body)
+        fault = self._schedule.pick(body, path, prompt)
+        answer: Any = None
+        if (fault is None or _passive(fault)) and path in _ANSWERED:
+            try:
+                answer = self._answer(body, path, prompt)
+            except Exception as exc:
+                return 500, replies.error_reply(500, f"responder raised {type(exc).__name__}: {exc}", "server_error")
+            if isinstance(answer, Fault):
+                fault, answer = answer, None
+        if fault is not None and not _passive(fault):
+            if fault.drop or fault.malformed:
+                return 500, replies.error_reply(500, "injected fault: no usable reply", "server_error")
+            status = fault.status if fault.status is not None else 200
+            payload = fault.body
+            if payload is None:
+                payload = replies.error_reply(status, f"injected fault: HTTP {status}")
+            elif isinstance(payload, str):
+                payload = {"error": {"message": payload, "type": "server_error", "param": None, "code": None}}
+            return status, payload
+        self._batch_n += 1
+        try:
+            return 200, self._reply_body(path, body, prompt, answer, fault, self._batch_n)
+        except Exception as exc:
+            return 500, replies.error_reply(500, f"LocalModelServer could not answer: {type(exc).__name__}: {exc}",
+                                            "server_error")
 
     def _with_usage(self, reply: dict, body: dict, path: str) -> dict:
         numbers = self.usage(body, path) if callable(self.usage) else self.usage

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalnb.sample import SAMPLE_FIELDS, Sample
 from evalnb.widgets import markup as h
 from evalnb.widgets.preview_widget import _as_index
 
@@ -25,15 +26,12 @@ __all__ = ["FILTERS", "BrowseWidget", "browse", "metric_columns"]
 
 FILTERS = ("all", "failures", "disagreements", "changed")
 REQUIRED = ("task_id", "model", "sample_index")
-# Sample fields that are never metrics, even when numeric.
-KNOWN_COLUMNS = frozenset(
+# Columns that are never metrics, even when numeric: every Sample field and stored column
+# (evalnb.sample), and the token, cost and provenance columns the results frame adds.
+KNOWN_COLUMNS = frozenset(SAMPLE_FIELDS) | frozenset(Sample.__slots__) | frozenset(
     {
-        "task_id", "model", "sample_index", "epoch", "status", "prompt", "target", "output_text",
-        "extracted_output", "error", "dataset_row", "response_id", "usage", "judge", "scores",
-        "latency_s", "created_at", "started_at", "completed_at", "run_id", "id", "object",
-        "attempts", "retries", "empty_retries", "input_tokens", "output_tokens", "total_tokens",
-        "reasoning_tokens", "cached_tokens", "reused", "cached", "model_name", "api", "prompt_text", "log",
-        "cost_usd", "judge_cost_usd", "judge_calls",
+        "id", "object", "attempts", "retries", "empty_retries", "input_tokens", "output_tokens", "total_tokens",
+        "reasoning_tokens", "cached_tokens", "reused", "model_name", "api", "judge_cost_usd",
     }
 )  # fmt: skip
 

@@ -188,7 +188,7 @@ else:  # the sandbox pool alone (stdlib only: runs with a plain interpreter as a
 
     row["port"] = 9  # nothing listens there; the route is still tried
     unconfined = os.environ.get("PROBE_UNCONFINED") == "1"  # the control: protections off
-    with SandboxPool(1, namespaces=False, seccomp=False) if unconfined else SandboxPool(1) as pool:
+    with SandboxPool(1, namespaces=False, seccomp=False, filesystem=False) if unconfined else SandboxPool(1) as pool:
         job = Job(UserCode(source=PROBE, filename="probe.py"), names=("grade",), nargs=2)
         (res,) = pool.run_sync(job, [[{}, row]])
         out = {"ok": res.ok, "error": res.error, "value": res.value, "isolation": pool.isolation}

@@ -6,7 +6,7 @@ import pytest
 
 import evalnb
 from evalnb import Model
-from evalnb.runner.plan import make_plan
+from evalnb.runner.run_plan import make_plan
 from evalnb.runner.ray_executor import RayExecutor
 from helpers.runner_kit import rows
 

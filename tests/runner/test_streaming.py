@@ -11,7 +11,7 @@ import pytest
 import evalnb
 from evalnb import Model
 from evalnb.runner import engine
-from evalnb.runner.planner import CHUNK
+from evalnb.runner.item_planner import CHUNK
 from evalnb.suite.items import Item
 from helpers.runner_kit import EXACT, responder, rows, write_jsonl
 

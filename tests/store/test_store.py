@@ -355,7 +355,7 @@ def test_samples_round_trip_every_field(store):
     run_id = make_run(store)
     original = sample(3, judge={"rationale": "ok"}, error={"type": "X", "message": "m"}, grader_key="g1",
                       started_at=10, completed_at=20, created_at=5, prompt_text="Question 3?", log="debug: 3\n",
-                      cost_usd=0.0125, cached=False)
+                      cost_usd=0.0125, cached=False, missing_field=1)
     assert store.write_samples([original], run_id=run_id) == 1
     [got] = store.samples(run_id)
     assert got == {**original, "run_id": run_id, "epoch": 0}  # no epoch given: the first ask

@@ -7,7 +7,7 @@ local JSONL/CSV file as it reads it):
    sample is already in this run (kept), can be copied whole from an identical earlier run,
    is answered by the output cache, or needs a call — one byte per sample — and counts what
    the progress panel shows. It asks the store one stretch (``CHUNK`` items) at a time.
-2. The work pass, epoch by epoch as before, walks the items again and hands out `Work`: the
+2. The work pass, epoch by epoch as before, walks the items again and hands out `executor.Unit`s: the
    cached outputs and the calls still to make, a stretch at a time.
 
 Deciding everything before the first call keeps the old semantics exactly: an output this run
@@ -22,20 +22,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalnb.runner.unit import Unit
+
 CALL, KEEP, COPY, CACHED = 0, 1, 2, 3
 CHUNK = 1000  # items per stretch: a few store queries each
-
-
-@dataclass(slots=True)
-class Work:
-    """One sample to produce: call `model` with `item.prompt`, or take `output` from the cache."""
-
-    task_id: str
-    item: Any
-    model: Any
-    key: str
-    epoch: int
-    output: dict | None = None
 
 
 @dataclass
@@ -103,8 +93,7 @@ class Planner:
 
     def _survey_chunk(self, task_id: str, chunk: list[Any], per_sample: bool, result: TaskSurvey,
                       metric: dict[str, str | None], sums: dict[str, list]) -> None:
-        from evalnb.store import row_digest
-        from evalnb.store._codec import text_hash
+        from evalnb.store import row_digest, text_hash
 
         plan = self.plan
         first, last, n = chunk[0].index, chunk[-1].index, len(chunk)
@@ -178,20 +167,20 @@ class Planner:
                 return True
         return False
 
-    def work(self, task_id: str, epoch: int, items: Iterable[Any]) -> Iterator[list[Work]]:
+    def work(self, task_id: str, epoch: int, items: Iterable[Any]) -> Iterator[list[Unit]]:
         """The cached outputs and calls of one (task, epoch), a stretch of items at a time,
         items in order and every model of an item together (as the run always asked)."""
         models = self.plan.models
         rows = [(m, self.decisions[(task_id, m.label, epoch)]) for m in models]
         for chunk in chunks(items):
-            units: list[Work] = []
-            cached: list[Work] = []
+            units: list[Unit] = []
+            cached: list[Unit] = []
             for item in chunk:
                 i = item.index
                 for model, d in rows:
                     code = d[i] if i < len(d) else CALL
                     if code == CALL or code == CACHED:
-                        unit = Work(task_id, item, model, self.key(model.label, item.prompt, epoch), epoch)
+                        unit = Unit(task_id, item, model, self.key(model.label, item.prompt, epoch), epoch)
                         units.append(unit)
                         if code == CACHED:
                             cached.append(unit)

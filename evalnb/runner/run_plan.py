@@ -41,7 +41,7 @@ class RunPlan:
     epochs: int = 1
     network_tasks: frozenset[str] = frozenset()  # tasks whose user code keeps the network
     name: str | None = None  # a label for people (`evalnb runs`); not part of what the run computes
-    executor: Any = "local"  # "local", "ray" or an evalnb.RayExecutor: where the calls are made
+    executor: Any = "local"  # "local", "ray", "batch" or an executor object: where the calls are made
     judge_generation: dict[str, Any] = field(default_factory=dict)  # defaults of graders' model calls
     max_cost_usd: float | None = None  # the run's budget: no call starts that could pass it
 
@@ -149,10 +149,10 @@ def make_plan(
     budget = check_budget(max_cost_usd)
     runner = check_executor(executor)
     if budget is not None:
-        if runner != "local":
+        if runner != "local" and runner != "batch" and getattr(runner, "name", None) != "batch":
             # a budget is checked before every call; Ray workers make theirs on their own
-            raise ValueError("max_cost_usd: a budget needs executor='local' (each call is checked against it "
-                             "before it starts, in this process); Ray runs record and price every call but "
+            raise ValueError("max_cost_usd: a budget needs executor='local' or 'batch' (each call is checked "
+                             "against it before it starts, in this process); Ray runs record and price every call but "
                              "cannot stop at a budget")
         _check_bounded(model_list, gen, judge, judge_gen, budget, embedder)
     if allow_network is True:

@@ -1,0 +1,211 @@
+"""`RunContext`: what an executor sees of a running run (the contract is in `runner.executor`).
+
+The engine builds one per run once its tasks are prepared and hands it to the executor's
+`start`. Everything an executor hands back goes through here: a reply is priced, charged to
+the budget, cached, counted on the progress panel, turned into a `Sample`, extracted and
+given to the grading pipeline (`runner.grading_pipeline`), which stores it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from evalnb.runner.unit import ModelRequest, Output, Unit
+from evalnb.sample import Sample
+
+
+class RunContext:
+    """One run as its executor sees it: units in, outcomes back (see `runner.executor`).
+
+    Read-only attributes: ``plan`` (`run_plan.RunPlan`: models, generation settings,
+    concurrency, ...), ``run_id``, ``progress`` (the panel's counters), ``budget``, and
+    ``tasks`` (task id -> `engine.TaskState`: the task, its grader and extractor, whether it
+    grades per sample).
+    """
+
+    def __init__(self, *, plan: Any, run_id: str, store: Any, writer: Any, progress: Any, budget: Any,
+                 tasks: dict[str, Any], grading: Any, clients: dict[str, Any], paid: dict | None,
+                 executor_name: str, on_judge_call: Callable[[str | None, dict], None]) -> None:
+        self.plan, self.run_id, self.progress, self.budget, self.tasks = plan, run_id, progress, budget, tasks
+        self._store, self._writer, self._grading, self._clients = store, writer, grading, clients
+        self._paid = paid  # (task, model, index, epoch) -> (request key, cost) an earlier attempt paid
+        self._executor = executor_name
+        self._on_judge_call = on_judge_call
+        gen = plan.generation
+        self._gen = gen
+        self._max_out = gen.get("max_output_tokens")
+        self._instructions = gen.get("instructions") if isinstance(gen.get("instructions"), str) else None
+
+    # ---- what a unit asks ---------------------------------------------------------------------
+    def request(self, unit: Unit) -> ModelRequest:
+        """The request the engine would send for `unit` (for an executor that sends it itself)."""
+        from evalnb.providers import build_chat_request, build_responses_request
+
+        model = unit.model
+        if model.api == "chat":
+            body = build_chat_request(model.name, unit.item.prompt, self._gen, is_openai=model.is_openai)
+            return ModelRequest(model, "/chat/completions", body)
+        body = build_responses_request(model.name, unit.item.prompt, self._gen, is_openai=model.is_openai)
+        return ModelRequest(model, "/responses", body)
+
+    def sample(self, unit: Unit, output: Output | dict | None = None) -> Sample:
+        """A new `Sample` for `unit`: the planned fields, and the generation fields of `output`."""
+        item = unit.item
+        s = Sample(unit.task_id, unit.model.label, item.index, unit.epoch, item.prompt, item.question, item.target,
+                   item.row, 1 if item.missing_field else 0)
+        if output is not None:
+            s.request_key = unit.key
+            s.output_text = output.get("output_text")
+            s.response_id = output.get("response_id")
+            s.usage = output.get("usage")
+            s.latency_s = output.get("latency_s")
+            s.cost_usd = output.get("cost_usd")
+        return s
+
+    # ---- handing outcomes back ----------------------------------------------------------------
+    async def call(self, unit: Unit) -> None:
+        """Make `unit`'s model call in this process (the run's clients, limits, retries and
+        budget) and hand the outcome on, as `reply` or `fail` would."""
+        from evalnb.errors import ProviderError
+        from evalnb.providers.pricing import call_cost, estimate_tokens, worst_case_cost
+
+        model, budget = unit.model, self.budget
+        limited = budget.limit is not None
+        worst = 0.0
+        if limited:
+            if model.price is not None:
+                extra = estimate_tokens(self._instructions) if self._instructions else 0
+                worst = worst_case_cost(estimate_tokens(unit.item.prompt) + extra, self._max_out, model.price)
+            if not await budget.reserve(worst):
+                return  # not started: the next attempt of the run does it
+        mp = self.progress.model(model.label)
+        mp.in_flight += 1
+        cost = None
+        try:
+            completion = await self._clients[model.label].complete(unit.item.prompt, self._gen)
+            cost = call_cost(completion.usage, model.price)
+        except ProviderError as exc:
+            mp.in_flight -= 1
+            self.fail(unit, str(exc), status=exc.status)
+            return
+        finally:
+            if limited:
+                budget.settle(worst, cost)
+            else:
+                budget.add(cost)
+        mp.in_flight -= 1
+        output = {"request_key": unit.key, "output_text": completion.text, "usage": completion.usage,
+                  "response_id": completion.response_id, "latency_s": completion.latency_s, "cost_usd": cost}
+        mp.cost_usd += cost or 0.0
+        self._writer.put_outputs([output])
+        self._extract(unit, self._generated(unit, output, reused=False))
+
+    def answered(self, unit: Unit) -> None:
+        """`unit.output` (the output cache's answer) stands for the call: extract, grade, store."""
+        self.progress.model(unit.model.label).reused += 1
+        self._extract(unit, self._generated(unit, unit.output, reused=True))
+
+    def reply(self, unit: Unit, output: Output | dict) -> None:
+        """The model's reply to `unit`, obtained by the executor: priced (from ``usage`` and the
+        model's price unless ``cost_usd`` is given), charged, cached, extracted, graded, stored."""
+        sample = self.generated(unit, output)
+        self._extract(unit, sample)
+
+    def fail(self, unit: Unit, message: str, *, status: int | None = None) -> None:
+        """`unit`'s call failed for good (retries spent): stored as a failed sample."""
+        self._grading.record(self.sample(unit), error={"stage": "generation", "message": message, "status": status})
+
+    def generated(self, unit: Unit, output: Output | dict) -> Sample:
+        """A call the executor made elsewhere: price, charge and cache `output`, count it, and
+        return its `Sample` (not extracted or graded: for executors that do that themselves)."""
+        from evalnb.providers.pricing import call_cost
+
+        output = {**output, "request_key": unit.key}
+        if output.get("cost_usd") is None:
+            output["cost_usd"] = call_cost(output.get("usage"), unit.model.price)
+        cost = output["cost_usd"]
+        self.progress.model(unit.model.label).cost_usd += cost or 0.0
+        self.budget.add(cost)
+        self._writer.put_outputs([output])
+        return self._generated(unit, output, reused=False)
+
+    def reused(self, unit: Unit) -> Sample:
+        """`unit.output` (the cache's answer) as a `Sample`, not extracted or graded yet."""
+        self.progress.model(unit.model.label).reused += 1
+        return self._generated(unit, unit.output, reused=True)
+
+    def finish(self, results: Iterable[tuple[Sample, dict | None, bool]]) -> None:
+        """Samples the executor finished itself: (sample, error or None, graded).
+
+        ``graded`` False for a sample of a per-sample task means it failed before grading
+        (its error says at which stage); samples of aggregate tasks are graded later here.
+        All are stored in one hand-over.
+        """
+        grading = self._grading
+        done = []
+        for sample, error, _graded in results:
+            grading.finish(sample, error=error)
+            done.append(sample)
+        if done:
+            self._writer.add_samples(done)
+
+    def judge_called(self, label: str | None, call: dict) -> None:
+        """A grader's model call made by the executor (with its cost): counted for `label`."""
+        self._on_judge_call(label, call)
+
+    def cache_outputs(self, outputs: list[dict]) -> None:
+        """Model replies to keep in the output cache (e.g. a worker's judge calls)."""
+        if outputs:
+            self._writer.put_outputs(outputs)
+
+    def backlog(self) -> int:
+        """Samples generated and waiting for grading: an executor pauses its intake on this."""
+        return self._grading.backlog()
+
+    # ---- per-run executor state ---------------------------------------------------------------
+    def load_state(self) -> dict[str, Any]:
+        """What this executor saved for this run (key -> JSON value), also by an earlier attempt."""
+        return self._store.executor_state(self.run_id, self._executor)
+
+    def save_state(self, key: str, value: Any) -> None:
+        """Keep `value` (JSON; None removes it) for this run and executor; committed at once."""
+        self._store.save_executor_state(self.run_id, self._executor, key, value)
+
+    # ---- the engine's side ---------------------------------------------------------------------
+    def _generated(self, unit: Unit, output: dict, *, reused: bool) -> Sample:
+        sample = self.sample(unit, output)
+        sample.request_key = unit.key
+        if reused:
+            self._charge_reused(sample, unit, output)
+        usage = sample.usage
+        if usage:
+            mp = self.progress.model(unit.model.label)
+            mp.input_tokens += int(usage.get("input_tokens") or 0)
+            mp.output_tokens += int(usage.get("output_tokens") or 0)
+        return sample
+
+    def _extract(self, unit: Unit, sample: Sample) -> None:
+        state = self.tasks[unit.task_id]
+        try:
+            sample.extracted_output = state.extractor(sample.output_text)
+        except Exception as exc:  # noqa: BLE001 - extraction never takes the run down
+            self._grading.record(sample, error={"stage": "extraction", "message": str(exc)})
+            return
+        if state.per_sample:
+            self._grading.enqueue(sample, unit.item)
+        else:
+            self._grading.record(sample)
+
+    def _charge_reused(self, sample: Sample, unit: Unit, output: dict) -> None:
+        """An output answered from the store: nothing was paid for it in this run, unless an
+        earlier attempt of this run made the call (then the sample keeps what it cost)."""
+        paid = self._paid.get((unit.task_id, unit.model.label, unit.item.index, unit.epoch)) if self._paid else None
+        if paid is not None and paid[0] == unit.key:
+            sample.cached, sample.cost_usd = False, paid[1]
+        elif output.get("run_id") == self.run_id:  # its answer reached the store, its sample did not
+            from evalnb.providers.pricing import call_cost
+
+            sample.cached, sample.cost_usd = False, call_cost(output.get("usage"), unit.model.price)
+        else:
+            sample.cached, sample.cost_usd = True, 0.0
