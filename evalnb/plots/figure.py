@@ -73,7 +73,7 @@ def plotlyjs_html() -> str:
 def figure_html(fig: go.Figure, *, svg: str | None = None, include_plotlyjs: bool = False,
                 element_id: str | None = None) -> str:
     """The picture, then the live chart drawn over it when plotly.js is there (no network)."""
-    svg = figure_svg(fig) if svg is None else svg
+    svg = figure_svg(fig) if svg is None else svg or ""
     element_id = element_id or f"evalnb-figure-{next(_counter)}"
     spec = plotly_json(fig)
     payload = json.dumps({"data": spec.get("data", []), "layout": spec.get("layout", {})},
@@ -100,16 +100,26 @@ def figure_html(fig: go.Figure, *, svg: str | None = None, include_plotlyjs: boo
 def figure_bundle(fig: go.Figure) -> dict[str, Any]:
     """The display bundle (see the module docstring); plotly.js goes in the first one only."""
     mime = plotly_json(fig)
-    svg = figure_svg(fig)
+    try:
+        svg = figure_svg(mime)
+    except Exception as exc:  # noqa: BLE001 - a figure we cannot picture still displays as a chart
+        svg = None
+        picture_error = f"{type(exc).__name__}: {exc}"
     include = not _state["plotlyjs_sent"] and os.environ.get("EVALNB_PLOTLYJS", "inline") != "none"
     _state["plotlyjs_sent"] = _state["plotlyjs_sent"] or include
     title = (fig.layout.title.text or "figure") if fig.layout.title else "figure"
-    return {
+    bundle = {
         PLOTLY_MIME: mime,
-        "text/html": figure_html(fig, svg=svg, include_plotlyjs=include),
-        "image/svg+xml": svg,
+        "text/html": figure_html(fig, svg=svg or "", include_plotlyjs=include),
         "text/plain": f"<evalnb Figure: {title}>",
     }
+    if svg is None:
+        bundle["text/html"] = bundle["text/html"].replace(
+            '<div class="evalnb-figure-static"></div>',
+            f'<div class="evalnb-figure-static">(no picture of this figure: {html.escape(picture_error)})</div>')
+    else:
+        bundle["image/svg+xml"] = svg
+    return bundle
 
 
 def plotly_json(fig: go.Figure) -> dict[str, Any]:

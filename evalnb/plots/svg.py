@@ -25,9 +25,44 @@ LINE_PX = 1.25  # a line's height, in font sizes
 
 
 def figure_svg(figure: Any, width: int = WIDTH) -> str:
-    """The figure (a plotly Figure or its dict) as one ``<svg>`` element with a fixed size."""
+    """The figure (a plotly Figure or its JSON) as one ``<svg>`` element with a fixed size."""
     spec = figure.to_plotly_json() if hasattr(figure, "to_plotly_json") else dict(figure)
-    return _Drawing(spec, width).svg()
+    return _Drawing(_plain(spec), width).svg()
+
+
+_TYPED = {"f8": "d", "f4": "f", "i1": "b", "u1": "B", "i2": "h", "u2": "H", "i4": "i", "u4": "I"}
+
+
+def _plain(value: Any) -> Any:
+    """Plain lists and dicts: numpy and pandas values unwrapped, plotly's typed arrays
+    (``{"dtype", "bdata", "shape"}``, how plotly stores numpy data in JSON) decoded."""
+    if isinstance(value, dict):
+        if "bdata" in value and value.get("dtype") in _TYPED:
+            return _typed(value)
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return _plain(value.tolist())
+    return value
+
+
+def _typed(spec: dict[str, Any]) -> list[Any]:
+    import array
+    import base64
+    import sys
+
+    values = array.array(_TYPED[spec["dtype"]], base64.b64decode(spec["bdata"]))
+    if sys.byteorder != "little":
+        values.byteswap()
+    flat = values.tolist()
+    shape = spec.get("shape")
+    if isinstance(shape, str):
+        shape = [int(n) for n in shape.split(",")]
+    if shape and len(shape) == 2:
+        rows, cols = shape
+        return [flat[r * cols:(r + 1) * cols] for r in range(rows)]
+    return flat
 
 
 def _text(value: Any) -> str:

@@ -100,3 +100,21 @@ def test_ten_figure_notebook_export_stays_under_ten_megabytes(frames):
     assert body.count(BANNER) == 1
     assert body.count('class="evalnb-figure-svg"') >= 10
     assert len(body.encode()) < 10_000_000
+
+
+def test_numpy_and_pandas_data_of_your_own_figure_are_pictured():
+    """plotly stores numpy data as typed arrays ({"dtype", "bdata"}); a pandas Series keeps its index."""
+    import numpy as np
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    points = pd.Series(np.linspace(0.8, 1.0, 7), index=range(100, 107))  # not 0-based: no positional lookup
+    fig = plots.as_figure(go.Figure([go.Scatter(x=points.round(4), y=points * 2, mode="markers", name="mine"),
+                                     go.Heatmap(z=np.arange(6).reshape(2, 3), xaxis="x2", yaxis="y2")],
+                                    layout={"height": 400, "width": 680, "title": {"text": "own"}}))
+    bundle = fig._repr_mimebundle_()
+    assert "bdata" in str(bundle[PLOTLY_MIME]["data"][0]["x"])  # stored typed, as plotly does
+    root = ET.fromstring(bundle["image/svg+xml"])
+    assert root.get("width") == "680" and len(list(root.iter(f"{SVG}circle"))) == 7
+    cells = [r for r in root.iter(f"{SVG}rect") if r.get("stroke") == "#fff"]
+    assert len(cells) == 6 and len({r.get("fill") for r in cells}) == 6  # one colour per value 0..5
