@@ -26,9 +26,12 @@ test-slow: venv
 	$(PY) -m pytest -q -p no:cacheprovider -m slow
 
 # Execute notebooks/01_quickstart.ipynb end to end; write reports/quickstart.html (+ .ipynb) and
-# print the metrics table. Local stand-in models, or real ones with OPENAI_API_KEY / EVALNB_BASE_URL.
+# print the metrics table; then `evalnb report` writes the run report of the notebook's run.
+# Local stand-in models, or real ones with OPENAI_API_KEY / EVALNB_BASE_URL.
 demo: venv
 	$(PY) scripts/build_report.py
+	$(PY) -m evalnb --home reports/quickstart_home report latest -o reports/quickstart_run.html
+	@echo "notebook report: reports/quickstart.html   run report: reports/quickstart_run.html"
 
 clean:
 	rm -rf $(VENV) .evalnb reports

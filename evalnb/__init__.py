@@ -45,6 +45,8 @@ _EXPORTS: dict[str, str] = {
     "cancel": "evalnb.runner.api",
     # notebook
     "preview": "evalnb.widgets",
+    # sharing
+    "report": "evalnb.reporting",
     # what confines graders here
     "sandbox_isolation": "evalnb.sandbox.report",
     # modules used as namespaces
@@ -97,3 +99,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from evalnb.runner.preflight import estimate
     from evalnb.suite.templates import render_template
     from evalnb.widgets import preview
+    from evalnb.reporting import report

@@ -203,6 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--what", choices=("samples", "metrics", "scores"), default="samples", help="default: samples")
     p.add_argument("-o", "--output", metavar="PATH", help="default: <run_id>.<what>.<format> here; '-': stdout")
     p.set_defaults(handler=cmd_export)
+
+    p = sub.add_parser("report", parents=[common], help="one offline HTML page for a run or an executed notebook")
+    p.add_argument("source", help="a run id (a unique prefix or suffix, or 'latest'), or a NOTEBOOK.ipynb")
+    p.add_argument("--baseline", metavar="RUN_ID", help="runs: add the diff against this run")
+    p.add_argument("--execute", action="store_true", help="notebooks: execute it first (in its folder)")
+    p.add_argument("-o", "--output", metavar="PATH", help="default: <run_id>.html or <notebook>.html here")
+    p.set_defaults(handler=cmd_report)
     return parser
 
 
@@ -690,6 +697,34 @@ def cmd_export(args: argparse.Namespace) -> int:
                 except ImportError as exc:
                     raise CliError(f"parquet export needs pyarrow ({exc}); pip install pyarrow") from None
     print(f"wrote {n} {args.what} rows to {'stdout' if out == '-' else out}", file=sys.stderr if out == "-" else sys.stdout)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    if args.source.endswith(".ipynb"):
+        from evalnb.reporting.notebook import notebook_report
+
+        if args.baseline:
+            raise CliError("--baseline is for a run report; a notebook report shows what the notebook shows")
+        if not Path(args.source).is_file():
+            raise CliError(f"no notebook at {args.source}")
+        try:
+            out = notebook_report(args.source, args.output or f"{Path(args.source).stem}.html", execute=args.execute)
+        except ImportError as exc:
+            raise CliError(str(exc)) from None
+    else:
+        from evalnb.reporting.run_page import write_run_report
+        from evalnb.results.run_result import RunResult
+
+        if args.execute:
+            raise CliError("--execute is for a notebook; a run report reads the stored run")
+        store = _open_store()
+        with store:
+            result = RunResult(store, _find_run(store, args.source))
+            baseline = RunResult(store, _find_run(store, args.baseline)) if args.baseline else None
+            out = write_run_report(result, args.output or f"{result.run_id}.html", baseline=baseline)
+    size = out.stat().st_size
+    print(f"wrote {out} ({size / 1e6:.1f} MB)" if size >= 1e6 else f"wrote {out} ({size / 1e3:.0f} kB)")
     return 0
 
 

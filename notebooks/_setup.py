@@ -4,10 +4,11 @@ Kept out of the notebooks so each one opens with what matters. Importing this mo
 
 - points ``EVALNB_HOME`` at a new temporary folder (removed when the kernel exits, or by the
   next notebook if the kernel was killed), so every execution starts from an empty store and
-  the saved outputs are reproducible;
+  the saved outputs are reproducible; ``EVALNB_NOTEBOOK_HOME`` names a folder to keep instead
+  (``make demo`` does, to write the run report of the notebook's run);
 - sets Plotly's renderer from ``PLOTLY_RENDERER`` (default ``plotly_mimetype``: JupyterLab
-  draws it and nbval compares its JSON; ``make demo`` uses ``plotly_mimetype+notebook`` so the
-  exported HTML carries the chart offline);
+  draws it and nbval compares its JSON; evalnb's own figures also carry an offline chart and a
+  picture whatever the renderer, see `evalnb.plots.figure`);
 - makes ``examples/`` importable, for `setup_models` (stand-ins or real models, see
   ``examples/notebook_models.py``).
 """
@@ -42,9 +43,13 @@ def _sweep_stale_homes() -> None:
 
 
 _sweep_stale_homes()
-HOME = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+if os.environ.get("EVALNB_NOTEBOOK_HOME"):  # `make demo` keeps the runs, for `evalnb report RUN_ID`
+    HOME = Path(os.environ["EVALNB_NOTEBOOK_HOME"]).resolve()
+    HOME.mkdir(parents=True, exist_ok=True)
+else:
+    HOME = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+    atexit.register(shutil.rmtree, HOME, ignore_errors=True)
 os.environ["EVALNB_HOME"] = str(HOME)
-atexit.register(shutil.rmtree, HOME, ignore_errors=True)
 
 if str(EXAMPLES) not in sys.path:
     sys.path.insert(0, str(EXAMPLES))

@@ -40,8 +40,9 @@ def execute(path: Path, *, timeout: int = 300) -> float:
 
     nb = nbformat.read(path, as_version=4)
     saved = dict(os.environ)
+    env = notebook_env()  # before clearing: it is this environment minus the real-model variables
     os.environ.clear()
-    os.environ.update(notebook_env())  # the kernel inherits this process's environment
+    os.environ.update(env)  # the kernel inherits this process's environment
     try:
         start = time.monotonic()
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3",

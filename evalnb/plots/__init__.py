@@ -4,7 +4,9 @@ cost against score, and a judge's confusion table against people.
 Every figure takes the DataFrames of a run (``metrics``, ``scores``, ``samples``) or the tables
 of ``evalnb.results.comparison`` and ``RunResult.diff``, uses ``plotly_white``, gives each model the same colour everywhere
 (``model_colors``, keyed by sorted model names) and is deterministic, so saved notebook outputs
-compare exactly under nbval. pandas and plotly are imported only when a figure is built.
+compare exactly under nbval. pandas and plotly are imported only when a figure is built. Each
+figure is an `evalnb.plots.Figure`: it displays with an offline chart and an SVG picture too, so
+exported notebooks show it (`as_figure(fig)` does the same for a figure of your own).
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from evalnb.plots._samples import extraction_failures, latency_vs_score, tokens_
 from evalnb.plots._style import PALETTE, model_colors
 
 __all__ = [
+    "Figure",
     "PALETTE",
     "agreement_view",
+    "as_figure",
     "compare",
     "diff_forest",
     "extraction_failures",
+    "figure_svg",
     "judge_confusion",
     "latency_vs_score",
     "metric_by_model",
@@ -31,3 +36,15 @@ __all__ = [
     "per_task",
     "tokens_vs_score",
 ]
+
+_LAZY = {"Figure": "evalnb.plots.figure", "as_figure": "evalnb.plots.figure", "figure_svg": "evalnb.plots.svg"}
+
+
+def __getattr__(name: str):
+    """`Figure` and `as_figure` (your own figure, displayed like evalnb's), `figure_svg`: imported
+    on first use, so ``import evalnb.plots`` does not load plotly."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'evalnb.plots' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(_LAZY[name]), name)

@@ -129,7 +129,9 @@ def finish(
         fig.update_xaxes(title_text=x_title, automargin=True)
     if y_title is not None:
         fig.update_yaxes(title_text=y_title, automargin=True)
-    return fig
+    from evalnb.plots.figure import as_figure  # plotly only once a figure is built
+
+    return as_figure(fig)  # displays with an offline chart and a picture (see plots.figure)
 
 
 def legend_lines(names: list[str], title: str, width: int = LEGEND_WIDTH_PX) -> int:

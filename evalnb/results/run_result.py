@@ -707,13 +707,14 @@ class RunResult:
         return found.most_common(limit)
 
     def browse(self, filter: str | None = None, *, models: list[str] | None = None,
-               baseline: RunResult | None = None, epoch: int | None = None) -> Any:
+               baseline: RunResult | None = None, epoch: int | None = None, **view: Any) -> Any:
         """A widget paging through this run's outputs, side by side per item.
 
         ``filter``: ``"all"`` (default), ``"failures"`` or ``"disagreements"``; with a
         ``baseline`` run, each model's baseline output stands beside its output here and
         ``"changed"`` (the default then) shows only the items whose score changed. A run with
-        epochs shows one epoch's outputs (``epoch``, default 0).
+        epochs shows one epoch's outputs (``epoch``, default 0). ``view``: `evalnb.widgets.browse`'s
+        ``task_id``, ``page_size`` and ``static_pages``.
         """
         from evalnb.widgets import browse
 
@@ -728,7 +729,7 @@ class RunResult:
                 suite = None
         frame = self._judging.with_judge_calls(self._one_epoch(epoch))
         if baseline is None:
-            return browse(frame, suite=suite, filter=filter, models=models)
+            return browse(frame, suite=suite, filter=filter, models=models, **view)
         from evalnb.results.diff import changed_items
 
         if not isinstance(baseline, RunResult):
@@ -741,7 +742,7 @@ class RunResult:
         both = pd.concat([before, frame], ignore_index=True)
         order = [label for m in chosen for label in (f"{m} (baseline)", m)]
         changed = changed_items(self.scores, baseline.scores)
-        return browse(both, suite=suite, filter=filter or "changed", models=order, changed=changed)
+        return browse(both, suite=suite, filter=filter or "changed", models=order, changed=changed, **view)
 
     def _one_epoch(self, epoch: int | None) -> pd.DataFrame:
         frame = self.samples

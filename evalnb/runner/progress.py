@@ -241,8 +241,8 @@ class WidgetDisplay:
 
     def close(self) -> None:
         self.update(final=True)
-        if self.handle is not None:
-            self.handle.update(self.bundle(), raw=True)
+        if self.handle is not None:  # the static face beside the panel: the final counts
+            self.handle.update(self.static_html())
 
     def static_html(self) -> str:
         """What an exported notebook shows where the live panel was (no kernel needed)."""
@@ -264,7 +264,7 @@ class WidgetDisplay:
 
     def bundle(self) -> dict:
         """The widget view plus a static HTML fallback, as one display bundle."""
-        from evalnb.widgets._html import display_bundle
+        from evalnb.widgets.markup import display_bundle
 
         return display_bundle(self.panel, self.static_html())
 
@@ -272,7 +272,7 @@ class WidgetDisplay:
 
 
 def _warnings_html(messages: list[str]) -> str:
-    from evalnb.widgets._html import warning
+    from evalnb.widgets.markup import warning
 
     return "".join(warning(m) for m in messages)
 
@@ -324,7 +324,7 @@ def make_display(progress: RunProgress, mode: bool | str | None, on_stop=None):
         display_obj = WidgetDisplay(progress, on_stop=on_stop)
     except ImportError:
         return TextDisplay(progress)
-    from IPython.display import display
+    from evalnb.widgets.markup import show_widget
 
-    display_obj.handle = display(display_obj.bundle(), raw=True, display_id=True)
+    display_obj.handle = show_widget(display_obj.panel, display_obj.static_html())
     return display_obj

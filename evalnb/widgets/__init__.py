@@ -1,7 +1,9 @@
 """Notebook widgets: preview a suite's items before a run, browse a run's outputs after it.
 
 Both are plain Python objects holding ipywidgets (imported when a widget is built, never on
-``import evalnb``); both display with a static HTML fallback for exported notebooks.
+``import evalnb``). Each displays as two outputs: the live widget, and its static face (its
+content as plain HTML, `markup.show_widget`) that exported notebooks, GitHub and nbviewer show
+and that hides beside a drawn widget.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""`browse`: page through a run's real outputs, every model side by side for one item.
+"""`browse`: page through a run's real outputs, every model side by side for each item.
 
-One page per (task, sample_index). A filter narrows the pages to the ones worth reading:
+One entry per (task, sample_index), shown ``page_size`` entries to a page; ``task_id`` keeps one
+task's items. A filter narrows the pages to the ones worth reading:
 ``failures`` (a model failed, errored, or extraction found nothing), ``disagreements``
 (the models' extracted outputs or first-metric scores differ) and, when the caller says
 which items changed against a baseline run (`RunResult.browse(baseline=...)`), ``changed``. The samples frame is the
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalnb.sample import SAMPLE_FIELDS, Sample
-from evalnb.widgets import _html as h
+from evalnb.widgets import markup as h
 from evalnb.widgets.preview_widget import _as_index
 
 if TYPE_CHECKING:
@@ -42,16 +43,22 @@ def browse(
     filter: str | None = None,
     models: list[str] | None = None,
     changed: set[tuple[str, int]] | None = None,
+    task_id: str | None = None,
+    page_size: int = 5,
+    static_pages: int | None = 3,
 ) -> "BrowseWidget":
-    """A widget paging through ``samples_df`` one (task, sample_index) at a time.
+    """A widget paging through ``samples_df``, ``page_size`` (task, sample_index) items a page.
 
     ``filter``: ``"all"`` (default), ``"failures"``, ``"disagreements"``, or ``"changed"``
     (needs ``changed``: the (task_id, sample_index) of the items to show, e.g. the items
     whose score changed against a baseline). ``models``: the model labels to show, in this
     order (default: all, in order of appearance). ``suite``: optional; it names the declared
-    metrics and shows prompts with few-shot examples boxed.
+    metrics and shows prompts with few-shot examples boxed. ``task_id``: only that task's items.
+    ``static_pages``: how many pages (from the current one) the static face holds, for exports
+    and viewers without JavaScript; ``None`` for all of them (a line says how many are left out).
     """
-    return BrowseWidget(samples_df, suite=suite, filter=filter, models=models, changed=changed)
+    return BrowseWidget(samples_df, suite=suite, filter=filter, models=models, changed=changed,
+                        task_id=task_id, page_size=page_size, static_pages=static_pages)
 
 
 def metric_columns(frame: Any, declared: tuple[str, ...] = ()) -> list[str]:
@@ -114,7 +121,12 @@ class BrowseWidget:
         filter: str | None = None,
         models: list[str] | None = None,
         changed: set[tuple[str, int]] | None = None,
+        task_id: str | None = None,
+        page_size: int = 5,
+        static_pages: int | None = 3,
     ) -> None:
+        self.page_size = _positive("page_size", page_size)
+        self.static_pages = None if static_pages is None else _positive("static_pages", static_pages)
         if not (hasattr(samples_df, "columns") and hasattr(samples_df, "to_dict")):
             raise TypeError(f"browse needs a samples DataFrame, got {type(samples_df).__name__}")
         missing = [c for c in REQUIRED if c not in samples_df.columns]
@@ -130,6 +142,12 @@ class BrowseWidget:
         self.metrics = metric_columns(frame, declared)
         self.models = _choose_models(frame, models)
         frame = frame[frame["model"].isin(self.models)]
+        self.task_id = task_id
+        if task_id is not None:
+            tasks = list(dict.fromkeys(str(t) for t in frame["task_id"]))
+            if str(task_id) not in tasks:
+                raise ValueError(f"unknown task_id {task_id!r}; the samples have: {', '.join(tasks) or 'none'}")
+            frame = frame[frame["task_id"].astype(str) == str(task_id)]
         self.all_pages = _pages(frame, self.models, self.metrics)
         for page in self.all_pages:
             page.changed = changed is not None and (page.task_id, page.sample_index) in changed
@@ -143,6 +161,7 @@ class BrowseWidget:
         self.filter, self.index, self.pages = filter, 0, self._filtered(filter)
         self._items: dict[str, Any] = {}
         self._syncing = False
+        self._face: h.FaceHandle | None = None
         self._build()
         self._refresh()
 
@@ -150,7 +169,22 @@ class BrowseWidget:
 
     @property
     def page(self) -> Page | None:
+        """The item at ``index`` (the first of the current page after a page move)."""
         return self.pages[self.index] if self.pages else None
+
+    @property
+    def page_number(self) -> int:
+        """The current page (0-based): the one holding item ``index``."""
+        return self.index // self.page_size
+
+    @property
+    def page_count(self) -> int:
+        return -(-len(self.pages) // self.page_size)
+
+    def page_items(self, number: int | None = None) -> list[Page]:
+        """The items of page ``number`` (default: the current page)."""
+        number = self.page_number if number is None else number
+        return self.pages[number * self.page_size:(number + 1) * self.page_size]
 
     def _check_filter(self, name: str) -> None:
         if name == "changed" and name not in self.filters:
@@ -165,8 +199,16 @@ class BrowseWidget:
         self.filter, self.index, self.pages = name, 0, self._filtered(name)
         self._refresh()
 
+    def show_page(self, number: int) -> None:
+        """Show page ``number`` (0-based) of the current filter."""
+        position = _as_index(number)
+        if position is None or not 0 <= position < max(self.page_count, 1) or not self.pages:
+            valid = f"0-{self.page_count - 1}" if self.pages else f"none: filter {self.filter!r} matches no item"
+            raise IndexError(f"no page {number!r} (valid: {valid})")
+        self.show(position * self.page_size)
+
     def show(self, index: int) -> None:
-        """Show page ``index`` of the current filter (IndexError naming the valid range)."""
+        """Show the page holding item ``index`` of the current filter (IndexError naming the valid range)."""
         count = len(self.pages)
         position = _as_index(index)
         if position is None or not 0 <= position < count:
@@ -176,17 +218,33 @@ class BrowseWidget:
         self._refresh()
 
     def next(self) -> None:
-        if self.index + 1 < len(self.pages):
-            self.show(self.index + 1)
+        """The next page."""
+        if self.page_number + 1 < self.page_count:
+            self.show_page(self.page_number + 1)
 
     def prev(self) -> None:
-        if self.index > 0:
-            self.show(self.index - 1)
+        """The previous page."""
+        if self.page_number > 0:
+            self.show_page(self.page_number - 1)
 
     # -- display ------------------------------------------------------------------------------
 
     def static_html(self) -> str:
-        return h.page(self.title_html.value, self.page_html.value)
+        """``static_pages`` pages from the current one as plain HTML, and how many are left out."""
+        first = self.page_number
+        last = self.page_count if self.static_pages is None else min(self.page_count, first + self.static_pages)
+        shown = [p for n in range(first, last) for p in self.page_items(n)]
+        parts = [self._summary_html(shown)]
+        parts += [self._item_view(p) for p in shown]
+        if not self.pages:
+            parts.append(self.page_html.value)
+        left = len(self.pages) - len(shown)
+        if left:
+            parts.append(h.note(
+                f"{left} more item(s) of filter {self.filter!r} are not in this static view "
+                f"(pages {first + 1}-{last} of {self.page_count} shown); browse them live, with "
+                "browse(static_pages=None), or in `evalnb report RUN_ID`."))
+        return h.page(*parts)
 
     def _repr_html_(self) -> str:
         return self.static_html()
@@ -194,8 +252,22 @@ class BrowseWidget:
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return h.display_bundle(self.widget, self.static_html(), repr(self), **kwargs)
 
+    def _ipython_display_(self) -> None:
+        """The live widget, and its static face as a separate output (following the widget's controls)."""
+        self._face = h.show_widget(self.widget, self.static_html(), repr(self))
+
     def __repr__(self) -> str:
-        return f"BrowseWidget(filter={self.filter!r}, page={self.index}, pages={len(self.pages)})"
+        return (f"BrowseWidget(filter={self.filter!r}, page={self.page_number}, pages={self.page_count}, "
+                f"items={len(self.pages)})")
+
+    def _summary_html(self, shown: list[Page]) -> str:
+        scope = f"task {h.esc(self.task_id)}" if self.task_id is not None else "all tasks"
+        if not shown:
+            return f"<b>no items</b> (filter: {h.esc(self.filter)}, {scope})"
+        first, last = self.pages.index(shown[0]) + 1, self.pages.index(shown[-1]) + 1
+        counts = ", ".join(f"{name} {count}" for name, count in self.counts.items())
+        return (f"<b>{scope}</b> &middot; items {first}-{last} of {len(self.pages)} (filter: {h.esc(self.filter)}; "
+                f"{h.esc(counts)}) &middot; models: {h.esc(', '.join(self.models))}")
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -221,41 +293,53 @@ class BrowseWidget:
         self.widget = w.VBox([nav, self.title_html, self.page_html])
         self.filter_select.observe(self._on_filter, names="value")
         self.slider.observe(self._on_slider, names="value")
-        self.prev_button.on_click(lambda _: self.prev())
-        self.next_button.on_click(lambda _: self.next())
+        self.prev_button.on_click(lambda _: (self.prev(), self._update_face()))
+        self.next_button.on_click(lambda _: (self.next(), self._update_face()))
 
     def _on_filter(self, change: dict) -> None:
         if not self._syncing and change["new"] != self.filter:
             self.set_filter(change["new"])
+            self._update_face()
 
     def _on_slider(self, change: dict) -> None:
-        if not self._syncing and change["new"] != self.index and self.pages:
-            self.show(change["new"])
+        if not self._syncing and change["new"] != self.page_number and self.pages:
+            self.show_page(change["new"])
+            self._update_face()
 
     def _refresh(self) -> None:
-        last = max(len(self.pages) - 1, 0)
+        pages = max(self.page_count, 1)
         self._syncing = True
         try:
             self.filter_select.value = self.filter
-            self.slider.max, self.slider.value = last, self.index
+            self.slider.max, self.slider.value = pages - 1, self.page_number
             self.slider.disabled = not self.pages
-            self.prev_button.disabled = self.index <= 0
-            self.next_button.disabled = self.index >= last
+            self.prev_button.disabled = self.page_number <= 0
+            self.next_button.disabled = self.page_number >= pages - 1
         finally:
             self._syncing = False
-        page = self.page
-        if page is None:
+        shown = self.page_items()
+        if not shown:
             self.title_html.value = f"<b>no pages</b> (filter: {h.esc(self.filter)})"
             self.page_html.value = h.note(f"no (task, sample) matches filter {self.filter!r}")
-            return
+        else:
+            self.title_html.value = (self._summary_html(shown)
+                                     + f" &middot; page {self.page_number + 1} of {self.page_count}")
+            self.page_html.value = "".join(self._item_view(p) for p in shown)
+
+    def _update_face(self) -> None:
+        """After a change made in the widget's controls (not Python calls: see PreviewWidget)."""
+        if self._face is not None:
+            self._face.update(self.static_html())
+
+    def _item_view(self, page: Page) -> str:
+        """One item: its task and index, flags, prompt, target and every model's output."""
         flags = [name for name, on in (("failure", page.failure), ("disagreement", page.disagreement),
                                        ("score changed", page.changed)) if on]
-        self.title_html.value = (
-            f"<b>task {h.esc(page.task_id)}</b> &middot; sample_index {page.sample_index} &middot; "
-            f"page {self.index + 1} of {len(self.pages)} (filter: {h.esc(self.filter)})"
-            + (f" &middot; <span style='color:#b45309'>{h.esc(', '.join(flags))}</span>" if flags else "")
-        )
-        self.page_html.value = self._page_view(page)
+        title = (f"<div class='evalnb-item-title' style='border-top:2px solid #9ca3af;margin-top:10px;padding-top:4px'>"
+                 f"<b>task {h.esc(page.task_id)}</b> &middot; sample_index {page.sample_index}"
+                 + (f" &middot; <span style='color:#b45309'>{h.esc(', '.join(flags))}</span>" if flags else "")
+                 + "</div>")
+        return f"<div class='evalnb-item'>{title}{self._page_view(page)}</div>"
 
     def _page_view(self, page: Page) -> str:
         prompt = next((s.get("prompt") for s in page.samples if s.get("prompt") is not None), None)
@@ -300,6 +384,12 @@ class BrowseWidget:
 
 
 # -- building pages ---------------------------------------------------------------------------
+
+
+def _positive(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
 
 
 def _expand_scores(frame: Any) -> Any:

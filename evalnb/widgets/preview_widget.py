@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalnb.scoring.extraction import make_extractor
 from evalnb.providers import Model, build_chat_request, build_responses_request, unsent_fields
-from evalnb.widgets import _html as h
+from evalnb.widgets import markup as h
 
 if TYPE_CHECKING:
     from evalnb.suite import Suite, Task
@@ -152,6 +152,7 @@ class PreviewWidget:
         self._stored_results: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self._syncing = False
         self._estimated: str | None = None
+        self._face: h.FaceHandle | None = None
         self._build()
         self.select_task(task_id)
 
@@ -264,6 +265,19 @@ class PreviewWidget:
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return h.display_bundle(self.widget, self.static_html(), repr(self), **kwargs)
 
+    def _ipython_display_(self) -> None:
+        """The live widget, and its static face as a separate output (following the widget's controls)."""
+        self._face = h.show_widget(self.widget, self.static_html(), repr(self))
+
+    def _update_face(self) -> None:
+        """After a change made in the widget: the static face (saved with the notebook) follows.
+
+        Not after Python calls (``show``, ``try_output``): those run in later cells, and a face
+        rewritten from a later cell would differ from what re-executing the cell shows (nbval).
+        """
+        if self._face is not None:
+            self._face.update(self.static_html())
+
     def __repr__(self) -> str:
         return f"PreviewWidget(task={self.task_id!r}, index={self.index}, items={len(self.items)})"
 
@@ -295,18 +309,20 @@ class PreviewWidget:
         self.task_select.observe(self._on_task, names="value")
         self.slider.observe(self._on_index, names="value")
         self.jump.observe(self._on_index, names="value")
-        self.prev_button.on_click(lambda _: self.prev())
-        self.next_button.on_click(lambda _: self.next())
-        self.score_button.on_click(lambda _: self.try_output(self.output_box.value))
+        self.prev_button.on_click(lambda _: (self.prev(), self._update_face()))
+        self.next_button.on_click(lambda _: (self.next(), self._update_face()))
+        self.score_button.on_click(lambda _: (self.try_output(self.output_box.value), self._update_face()))
         self.output_box.observe(self._on_typing, names="value")
 
     def _on_task(self, change: dict) -> None:
         if not self._syncing and change["new"] != self.task_id:
             self.select_task(change["new"])
+            self._update_face()
 
     def _on_index(self, change: dict) -> None:
         if not self._syncing and change["new"] != self.index and self.items:
             self.show(change["new"])
+            self._update_face()
 
     def _on_typing(self, change: dict) -> None:
         """Extraction is cheap and runs as you type; the grader waits for the Score button."""

@@ -101,6 +101,11 @@ def test_quickstart_runs_in_jupyterlab_with_live_widgets_and_chart(jupyterlab):
         chart = notebook.locator(".jp-RenderedPlotly.js-plotly-plot .main-svg").first
         expect(chart).to_be_attached()
         expect(notebook.locator(".jp-RenderedPlotly.js-plotly-plot")).to_contain_text("standin-large")
+        # the widgets' static faces (for exports) are in the page but hidden beside the live widgets
+        faces = notebook.locator(".evalnb-static-face")
+        expect(faces).to_have_count(2)  # the preview's and the panel's
+        expect(faces.first).to_be_hidden()
+        expect(faces.last).to_be_hidden()
 
         # keyboard on the slider -> kernel observer -> new prompt HTML in the browser
         handle = slider.locator(".noUi-handle").first
@@ -139,6 +144,12 @@ def test_demo_report_shows_chart_metrics_and_frozen_widgets_offline(tmp_path, mo
     assert nbformat.read(tmp_path / "quickstart.ipynb", as_version=4).cells  # the executed notebook
     page_html = out.read_text(encoding="utf-8")
     assert "application/vnd.jupyter.widget-view+json" not in page_html  # nothing left to draw from a CDN
+    # `make demo`'s second step: the run report of the notebook's run, from the store it kept
+    from evalnb.cli import main as cli
+
+    run_page = tmp_path / "quickstart_run.html"
+    assert cli(["--home", str(tmp_path / "quickstart_home"), "report", "latest", "-o", str(run_page)]) == 0
+    assert "standin-small" in run_page.read_text(encoding="utf-8") and "Paired comparisons" in run_page.read_text()
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)

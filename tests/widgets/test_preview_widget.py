@@ -470,7 +470,7 @@ def test_browse_counts_and_filters():
 
 
 def test_browse_page_shows_every_model_side_by_side():
-    b = browse(run_frame(), filter="failures")
+    b = browse(run_frame(), filter="failures", page_size=1)
     page = b.page_html.value
     assert "m1" in page and "m2" in page
     assert "out A" in text_of(page) and "ProviderError: 500" in text_of(page)
@@ -491,7 +491,7 @@ def test_browse_shows_what_the_grader_printed_also_for_a_failed_sample():
     frame["log"] = [None] * len(frame)
     failed = (frame.model == "m2") & (frame.sample_index == 3)
     frame.loc[failed, "log"] = "checking <A> against 'A'\nTraceback: boom\n"
-    b = browse(frame, filter="failures")
+    b = browse(frame, filter="failures", page_size=1)
     page = b.page_html.value
     assert "grader output" in page and "checking &lt;A&gt; against &#x27;A&#x27;" in page  # escaped, shown
     assert "Traceback: boom" in text_of(b.static_html())

@@ -1,4 +1,5 @@
-"""HTML building blocks for the widgets: escaping, boxes, JSON, and ``{{field}}`` highlighting.
+"""HTML building blocks for the widgets: escaping, boxes, JSON, ``{{field}}`` highlighting, and
+the static face each widget displays beside its live view.
 
 Pure functions from data to HTML strings, so what a widget shows can be tested as text and
 reused verbatim in the static fallback that exported notebooks display. Every style is
@@ -218,7 +219,7 @@ def table(header: list[str], rows: list[tuple[str, list[str]]]) -> str:
     )
     body = []
     for label, cells in rows:
-        tds = "".join(f'<td style="vertical-align:top;padding:4px">{cell}</td>' for cell in cells)
+        tds = "".join(f'<td style="vertical-align:top;padding:4px;text-align:left">{cell}</td>' for cell in cells)
         body.append(
             f'<tr><td style="vertical-align:top;padding:4px;font-weight:600">{esc(label)}</td>{tds}</tr>'
         )
@@ -260,13 +261,65 @@ def page(*parts: str) -> str:
 
 
 def display_bundle(widget: Any, static_html: str, text: str | None = None, **kwargs: Any) -> dict[str, Any]:
-    """A widget's display data plus a static HTML fallback (and plain text).
+    """A widget's display data plus a static HTML fallback (and plain text), as one bundle.
 
-    Jupyter draws the live widget; a notebook exported without a kernel (nbconvert, a shared
-    report) has no widget state to draw and shows the HTML instead of an empty box.
+    Only for callers that need a single bundle: a viewer that has the widget's saved state
+    (nbconvert after nbclient) prefers the widget view and never shows this HTML. What the
+    widgets display is `show_widget`: the live view and the static face as two outputs.
     """
     data = dict(widget._repr_mimebundle_(**kwargs) or {})
     data["text/html"] = static_html
     if text is not None:
         data["text/plain"] = text
     return data
+
+
+# -- the static face ---------------------------------------------------------------------------
+
+STATIC_FACE_CLASS = "evalnb-static-face"
+# Where the live widget is drawn (JupyterLab, Notebook 7, classic, an nbconvert page that could load
+# the widget scripts), the static face beside it hides; everywhere else (offline exports, GitHub,
+# nbviewer: the style is dropped or never matches) it shows. A drawn widget box has the class
+# widget-box; nbconvert's empty placeholder for a widget view does not (it is only .jupyter-widgets).
+_HIDE_WHEN_LIVE = (
+    "<style>.jp-OutputArea:has(.widget-box) .evalnb-static-face,"
+    ".output:has(.widget-box) .evalnb-static-face{display:none}</style>"
+)
+
+
+def static_face(static_html: str) -> dict[str, Any]:
+    """The display data of a widget's static face: its current content as plain HTML."""
+    return {"text/html": f'<div class="{STATIC_FACE_CLASS}">{_HIDE_WHEN_LIVE}{static_html}</div>'}
+
+
+def widget_view(widget: Any, text: str | None = None) -> dict[str, Any]:
+    """The live view alone (the widget-view mimetype and plain text), no HTML fallback."""
+    data = {k: v for k, v in (widget._repr_mimebundle_() or {}).items() if k != "text/html"}
+    if text is not None:
+        data["text/plain"] = text
+    return data
+
+
+class FaceHandle:
+    """The two outputs of a displayed widget; `update` redraws the static face (e.g. final counts)."""
+
+    def __init__(self, view: Any, face: Any) -> None:
+        self.view, self.face = view, face
+
+    def update(self, static_html: str) -> None:
+        if self.face is not None:  # None outside IPython: display() printed and gave no handle
+            self.face.update(static_face(static_html), raw=True)
+
+
+def show_widget(widget: Any, static_html: str, text: str | None = None) -> FaceHandle:
+    """Display the live widget and, as its own output, its static face.
+
+    Why two outputs: a notebook executed by nbclient saves the widget state, and stock nbconvert
+    then renders the widget view (empty without the widget scripts) over any ``text/html`` in
+    the same bundle. A separate output is always rendered.
+    """
+    from IPython.display import display
+
+    view = display(widget_view(widget, text), raw=True, display_id=True)
+    face = display(static_face(static_html), raw=True, display_id=True)
+    return FaceHandle(view, face)
