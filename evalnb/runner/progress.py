@@ -278,7 +278,7 @@ def _warnings_html(messages: list[str]) -> str:
 
 
 def _notes_html(messages: list[str]) -> str:
-    from evalnb.widgets._html import note
+    from evalnb.widgets.markup import note
 
     return "".join(note(m) for m in messages)
 
