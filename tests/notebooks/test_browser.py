@@ -137,7 +137,7 @@ def test_demo_report_shows_chart_metrics_and_frozen_widgets_offline(tmp_path, mo
     assert re.search(r"sentiment\s+standin-small\s+accuracy\s+40", table), table
     comparisons = (tmp_path / "quickstart_comparisons.txt").read_text().strip()
     # each comparison in words: real or not, its interval, the items needed to detect it
-    assert "on sentiment (accuracy): +0.325, 95% CI [0.199, 0.475]" in comparisons and "A real difference" in comparisons
+    assert "on sentiment (accuracy): +0.325, 95% CI [0.175, 0.475]" in comparisons and "A real difference" in comparisons
     assert "on arithmetic (exact_match)" in comparisons and "Not shown to be real" in comparisons
     assert comparisons.count("takes about") == 2
     assert printed.startswith(table) and printed.endswith(comparisons)

@@ -31,7 +31,7 @@ def frames():
 def _figures(f):
     m, s, sa = f["metrics"], f["scores"], f["samples"]
     return {
-        "metric_by_model": plots.metric_by_model(m), "per_task": plots.per_task(m), "compare": plots.compare(m, s, sa),
+        "metric_by_model": plots.metric_by_model(m), "per_task": plots.per_task(m), "compare": plots.compare(m),
         "paired_forest": plots.paired_forest(paired(s, A, B)), "agreement": plots.agreement_view(agreement(s, None, [A, B])),
         "latency": plots.latency_vs_score(sa, s), "failures": plots.extraction_failures(sa),
         "tokens": plots.tokens_vs_score(sa, s),
