@@ -197,3 +197,66 @@ def test_repeats_that_do_not_map_are_named(tmp_path) -> None:
     task.write_text(task.read_text().replace("repeats: 2", "repeats: 0"))
     with pytest.raises(LmEvalImportError, match=r"'rep'.*repeats must be an integer from 1 to 100"):
         Suite.from_lm_eval(task)
+
+
+def test_a_run_with_epochs_equal_to_repeats_majority_votes_each_items_answers(tmp_path) -> None:
+    """evalnb.run on a real server: epochs=3 gives each item lm-eval's 3 answers; the batch grader's
+    scores equal lm-eval's filter ensembles on the stored answers, in epoch order."""
+    import json
+    import re
+    import threading
+
+    import evalnb
+    from evalnb.providers import Model
+    from evalnb.testing import LocalModelServer
+
+    path, configs = DATASETS["gsm8k"]
+    folder = mirror(tmp_path, path, configs)
+    task = tmp_path / "rep3.yaml"
+    task.write_text(f"task: rep3\ndataset_path: {folder}\ndataset_name: main\ntest_split: test\n"
+                    "output_type: generate_until\ndoc_to_text: '{{question}}'\n"
+                    "doc_to_target: \"{{answer.split('####')[-1].strip()}}\"\nrepeats: 3\n"
+                    "generation_kwargs:\n  until: ['\\n\\n']\n  do_sample: true\n  temperature: 0.7\n"
+                    "filter_list:\n  - name: first\n    filter:\n      - function: regex\n"
+                    "      - function: take_first\n  - name: maj\n    filter:\n      - function: regex\n"
+                    "      - function: majority_vote\n      - function: take_first\n")
+    with pytest.warns(UserWarning, match="epochs=3"):
+        suite = Suite.from_lm_eval(task)
+    calls: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def answer(body: dict) -> str:
+        a, b = map(int, re.search(r"Tom has (\d+) apples and buys (\d+)", json.dumps(body)).groups())
+        prompt = f"{a}+{b}"
+        with lock:
+            n = calls[prompt] = calls.get(prompt, -1) + 1
+        right = (a % 2 == 0) == (n != 1)  # even items: right, wrong, right; odd: wrong, right, wrong
+        return f"#### {a + b if right else 0}"
+
+    with LocalModelServer(answer) as server:
+        result = evalnb.run(suite, [Model("m", base_url=server.base_url)], epochs=3, progress=False)
+    samples = result.samples.sort_values(["sample_index", "epoch"])
+    assert len(samples) == 3 * len(suite.items("rep3"))
+    oracle_task = lm_eval_task_from_yaml(task)
+    by_item = {i.index: i.as_grader_item()["row"] for i in suite.items("rep3")}
+    per_item = []
+    for index, group in samples.groupby("sample_index"):
+        theirs = _oracle_scores(oracle_task, by_item[index], list(group["output_text"]))
+        for key, value in theirs.items():
+            assert list(group[f"exact_match.{key}"]) == [value] * 3, (index, key)
+        per_item.append(theirs["maj"])
+    means = result.metrics.set_index("metric")["mean"]
+    assert means["exact_match.maj"] == pytest.approx(sum(per_item) / len(per_item))
+    assert 0 < means["exact_match.maj"] < 1
+
+    with LocalModelServer(answer) as server:  # too few epochs: the task's error says what to pass
+        short = evalnb.run(suite, [Model("m", base_url=server.base_url)], epochs=1, progress=False, reuse=False)
+    errors = set(short.metrics["error"].dropna())
+    assert errors and all("repeats: 3" in e and "epochs=3" in e for e in errors), errors
+
+
+def lm_eval_task_from_yaml(path):
+    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    return ConfigurableTask(config=load_yaml(str(path), resolve_func=True))
