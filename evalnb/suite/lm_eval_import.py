@@ -23,7 +23,9 @@ in), which adds an ``lm_eval`` field to each row; the manifest's templates only 
 - **Scoring**: ``multiple_choice`` -> ``loglikelihood: {type: multiple_choice}`` with
   ``acc``/``acc_norm``/``acc_bytes``/``exact_match``; ``generate_until`` -> a ``qa`` task whose
   grader runs each ``filter_list`` pipeline and ``exact_match``, with ``generation_kwargs`` as
-  the task's own ``generation`` block.
+  the task's own ``generation`` block. ``repeats: N`` (self-consistency, ``majority_vote``)
+  -> a batch grader over each item's first N epochs; evalnb has no per-task epochs, so the
+  import warns to run with ``epochs=N`` and the grader says so when items lack answers.
 
 What does not map raises `LmEvalImportError` naming the task and the field: Python class
 tasks, ``custom_dataset``, promptsource ``use_prompt``, images/audio, multiple-input tasks,
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -61,7 +64,8 @@ _ALLOWED_METRICS = {"multiple_choice": _CHOICE_METRICS, "generate_until": _GENER
 # aggregations other than a mean over samples: the batch grader computes them over the task
 _TASK_AGGREGATIONS = {"perplexity": "perplexity", "word_perplexity": "weighted_perplexity",
                       "byte_perplexity": "weighted_perplexity", "bits_per_byte": "bits_per_byte"}
-_FILTERS = ("regex", "take_first", "remove_whitespace", "lowercase", "uppercase", "map")
+_FILTERS = ("regex", "multi_choice_regex", "take_first", "take_first_k", "majority_vote", "remove_whitespace",
+            "lowercase", "uppercase", "map")
 _DEFAULT_METRICS = {"multiple_choice": ["acc", "acc_norm"], "generate_until": ["exact_match"],
                     "loglikelihood": ["perplexity", "acc"],
                     "loglikelihood_rolling": ["word_perplexity", "byte_perplexity", "bits_per_byte"]}
@@ -151,9 +155,11 @@ def import_task(
         task["fewshot"] = _fewshot(config, fewshot_cfg, count, test_split, dataset, dataset_paths or {}, where)
     metrics = _metrics(config, output_type, where)
     filters = _filters(config, output_type, where)
+    repeats = _repeats(config, output_type, filters, where)
     task["preprocess"] = {"type": "python", "contract": "batch", "source": _runtime_source(runtime, modules)}
-    contract = "batch" if output_type in ("loglikelihood", "loglikelihood_rolling") else "sample"
-    task["grader"] = {"type": "python", "contract": contract, "source": _grader_source(output_type, metrics, filters)}
+    contract = "batch" if output_type in ("loglikelihood", "loglikelihood_rolling") or repeats > 1 else "sample"
+    task["grader"] = {"type": "python", "contract": contract,
+                      "source": _grader_source(output_type, metrics, filters, name=name, repeats=repeats)}
     task["metrics"] = [{"id": metric_id, "higher_is_better": better} for metric_id, better in
                        _metric_ids(metrics, filters, output_type)]
     if output_type == "multiple_choice":
@@ -166,6 +172,11 @@ def import_task(
         task["generation"] = _generation(config, where)
     task["metadata"] = {"lm_eval_task": name, "lm_eval_output_type": output_type,
                         "lm_eval_num_fewshot": count}
+    if repeats > 1:
+        task["metadata"]["lm_eval_repeats"] = repeats
+        warnings.warn(f"{where} has repeats: {repeats} (each doc answered {repeats} times); evalnb has no "
+                      f"per-task epochs: run it with evalnb.run(..., epochs={repeats}), or its grader reports "
+                      "that the items lack answers", stacklevel=2)
     return task
 
 
@@ -292,9 +303,23 @@ def _filters(config: dict[str, Any], output_type: str, where: str) -> list[dict[
             if step.get("function") not in _FILTERS:
                 raise LmEvalImportError(f"{where}: filter_list {pipeline.get('name')!r}: filter "
                                         f"{step.get('function')!r} is not supported ({', '.join(_FILTERS)} are)")
-    if config.get("repeats", 1) != 1:
-        raise LmEvalImportError(f"{where}: repeats {config['repeats']} is not supported yet")
     return pipelines
+
+
+def _repeats(config: dict[str, Any], output_type: str, filters: list[dict[str, Any]], where: str) -> int:
+    """lm-eval's ``repeats`` (answers per doc): a run's ``epochs``; only generation tasks repeat."""
+    repeats = config.get("repeats", 1)
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= 100:
+        raise LmEvalImportError(f"{where}: repeats must be an integer from 1 to 100 (evalnb's epochs), found {repeats!r}")
+    if repeats > 1 and output_type != "generate_until":
+        raise LmEvalImportError(f"{where}: repeats {repeats} is supported for generate_until tasks only")
+    for pipeline in filters:
+        for step in pipeline.get("filter") or []:
+            k = step.get("k")
+            if step.get("function") == "take_first_k" and (not isinstance(k, int) or not 1 <= k <= repeats):
+                raise LmEvalImportError(f"{where}: filter_list {pipeline.get('name')!r}: take_first_k k={k!r} "
+                                        f"must be from 1 to repeats ({repeats})")
+    return repeats
 
 
 def _metric_ids(metrics: list[dict[str, Any]], filters: list[dict[str, Any]], output_type: str) -> list[tuple[str, bool]]:
@@ -316,10 +341,11 @@ def _runtime_source(runtime: dict[str, Any], modules: dict[str, str]) -> str:
     return _with_config(Path(lm_eval_runtime.__file__).read_text(encoding="utf-8"), runtime, modules)
 
 
-def _grader_source(output_type: str, metrics: list[dict[str, Any]], filters: list[dict[str, Any]]) -> str:
+def _grader_source(output_type: str, metrics: list[dict[str, Any]], filters: list[dict[str, Any]], *,
+                   name: str, repeats: int) -> str:
     from evalnb.suite import lm_eval_grading
 
-    config = {"output_type": output_type, "metrics": metrics, "filters": filters}
+    config = {"output_type": output_type, "metrics": metrics, "filters": filters, "task": name, "repeats": repeats}
     return _with_config(Path(lm_eval_grading.__file__).read_text(encoding="utf-8"), config, None)
 
 
