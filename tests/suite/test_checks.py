@@ -172,3 +172,17 @@ def test_names_that_line_up_and_a_default_metric_id_are_not_problems(tmp_path):
     s = suite(tmp_path, task(metrics=[{"id": "accuracy"}], grader={"source": source}),
               task("second", metrics=[{"id": "em"}], grader={"source": GRADE, "metric_id": "em"}))
     assert s.validate() == []
+
+
+def test_a_grader_whose_scores_are_built_at_run_time_is_not_held_to_its_literals(tmp_path):
+    """A shared grader (an imported lm-eval task's) returns computed names for this task and a
+    literal {'acc': ...} only in a branch for another kind of task: validate cannot tell, so it
+    says nothing (the run warns if a stray name really comes back)."""
+    source = ("def grade(sample, item):\n"
+              "    if item.get('choices'):\n"
+              "        return {'scores': {'acc': 1.0}}\n"
+              "    scores = {'exact_match.' + name: 1.0 for name in ('strict', 'flexible')}\n"
+              "    return {'scores': scores}\n")
+    s = suite(tmp_path, task(metrics=[{"id": "exact_match.strict"}, {"id": "exact_match.flexible"}],
+                             grader={"source": source}))
+    assert s.validate() == []
