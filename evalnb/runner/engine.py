@@ -460,7 +460,6 @@ class RunEngine:
     async def _run_all(self) -> None:
         from evalnb.runner.run_context import RunContext
 
-        await self._preloaded  # see runner.preload
         grading = self.grading
         grading.check_aggregates()  # tasks whose samples were all finished before this run
         await self._check_loglikelihood_models()
@@ -468,7 +467,8 @@ class RunEngine:
         self.context = RunContext(plan=self.plan, run_id=self.run_id, store=self.store, writer=self.writer,
                                   progress=self.progress, budget=self.budget, tasks=self.tasks, grading=grading,
                                   clients=self.clients, paid=self._paid, executor_name=executor.name,
-                                  on_judge_call=self._judge_called, fail_fast=self.fail_fast)
+                                  on_judge_call=self._judge_called, fail_fast=self.fail_fast,
+                                  hold=self._preloaded)
         dispatcher = asyncio.ensure_future(grading.dispatch())
         await executor.start(self.context)
         producer = asyncio.ensure_future(self._produce(executor))

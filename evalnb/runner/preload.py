@@ -1,12 +1,13 @@
 """Import the model-client code, then pandas, in a background thread from the moment a run is asked for.
 
 pandas (~0.3-0.45 s of CPU with pyarrow, for RunResult's frames) loads while the run checks
-its options, opens its record, reads its rows and waits for a sandbox worker, and the run
-waits for it (`ready`) before the first model call: an import running beside the calls made
-a 2,000-call run against a local server 60-130 ms slower (benchmarks/README.md). Started at
+its options, opens its record, reads its rows and waits for a sandbox worker. Started at
 `evalnb.run` / `arun` / `resume` rather than when the engine starts, the import overlaps the
-plan checks and the engine's own imports too. In a notebook pandas is usually loaded already:
-no thread, no wait.
+plan checks and the engine's own imports too. Calls do not wait for it against a server that
+takes its time (the import hides in the waits for replies: ~0.3 s less per run at 50 ms); once a
+reply comes back fast, the run is CPU-bound and new calls wait for `ready` (`RunContext`), since
+the import beside fast calls cost more CPU than before them (benchmarks/README.md). In a
+notebook pandas is usually loaded already: no thread, no wait.
 """
 
 from __future__ import annotations

@@ -719,10 +719,28 @@ def test_an_unknown_progress_mode_is_refused_before_any_call(make_suite, model_s
 
 
 _PANDAS_FIRST_PROBE = """
-import json, sys
+import json, sys, threading, time
 from pathlib import Path
 import evalnb
 from evalnb.testing import LocalModelServer
+
+import importlib.machinery
+class SlowLoader:  # pandas takes argv[3] s longer to load (not to find: finders hold the global import lock)
+    def __init__(self, real):
+        self.real = real
+    def create_module(self, spec):
+        return self.real.create_module(spec)
+    def exec_module(self, module):
+        time.sleep(float(sys.argv[3]))
+        self.real.exec_module(module)
+class SlowPandas:
+    def find_spec(self, name, path=None, target=None):
+        if name != "pandas":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec.loader = SlowLoader(spec.loader)
+        return spec
+sys.meta_path.insert(0, SlowPandas())
 folder = Path(sys.argv[1])
 (folder / "rows.jsonl").write_text("".join(json.dumps({"q": str(i)}) + "\\n" for i in range(30)))
 suite = evalnb.Suite.from_dict({"tasks": [{"id": "t", "type": "qa",
@@ -736,24 +754,41 @@ def pandas_loaded():  # in sys.modules from the start of its import; fully loade
 def answer(request):
     seen.append(pandas_loaded())  # the server runs in this process
     return "1"
-with LocalModelServer(answer) as server:
+with LocalModelServer(answer, latency=float(sys.argv[2])) as server:
     assert "pandas" not in sys.modules
-    result = evalnb.run(suite, [evalnb.Model("m", base_url=server.base_url, api="chat")], progress=False)
+    result = evalnb.run(suite, [evalnb.Model("m", base_url=server.base_url, api="chat")], concurrency=4,
+                        progress=False)
 print(json.dumps({"calls": len(seen), "with_pandas": sum(seen), "samples": len(result.samples)}))
 """
 
 
-def test_a_fresh_process_loads_pandas_before_the_first_call(tmp_path):
-    # pandas loads in the background while the run prepares, and the first call waits for it:
-    # the import beside the calls slowed a fast run down (see evalnb.runner.preload)
+def _pandas_probe(tmp_path, latency_s: float, import_s: float) -> dict:
     import json
     import os
     import subprocess
 
-    done = subprocess.run([sys.executable, "-c", _PANDAS_FIRST_PROBE, str(tmp_path)], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "EVALNB_HOME": str(tmp_path / "home")})
+    done = subprocess.run([sys.executable, "-c", _PANDAS_FIRST_PROBE, str(tmp_path), str(latency_s), str(import_s)],
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "EVALNB_HOME": str(tmp_path / "home")})
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"calls": 30, "with_pandas": 30, "samples": 30}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_against_a_fast_server_calls_wait_for_the_pandas_import(tmp_path):
+    # pandas loads in the background from the start of the run. Once a reply comes back fast
+    # (a local server: the run is CPU-bound), new calls wait for the import, which cost more
+    # CPU beside the calls than before them (see evalnb.runner.run_context): only the calls
+    # already under way when the first fast reply came (at most the concurrency, 4) go first.
+    seen = _pandas_probe(tmp_path, latency_s=0.0, import_s=1.5)
+    assert seen["calls"] == seen["samples"] == 30
+    assert seen["with_pandas"] >= 30 - 4, seen
+
+
+def test_against_a_slow_server_calls_do_not_wait_for_the_pandas_import(tmp_path):
+    # 30 calls at 0.1 s and 4 at once take ~0.8 s; pandas takes 8 s more than usual to
+    # import: every call is made while it loads, none waits for it
+    seen = _pandas_probe(tmp_path, latency_s=0.1, import_s=8.0)
+    assert seen == {"calls": 30, "with_pandas": 0, "samples": 30}
 
 
 def test_a_store_that_cannot_open_fails_the_run_and_leaves_no_worker(make_suite, model_server, tmp_path, monkeypatch):
