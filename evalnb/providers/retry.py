@@ -15,7 +15,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping
-from email.utils import parsedate_to_datetime
 
 MAX_RETRY_AFTER_S = 60.0
 DEFAULT_BASE_S = 0.5
@@ -63,6 +62,8 @@ def parse_retry_after(
     except ValueError:
         pass
     try:
+        from email.utils import parsedate_to_datetime  # lazy: the email package costs ~10 ms to import
+
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
