@@ -46,7 +46,7 @@ def limit_interval(values: np.ndarray, confidence: float) -> tuple[float, float]
     centred = values - mean
     squared = centred * centred
     m2 = float(squared.mean())
-    if m2 <= 0.0:
+    if not 0.0 < m2 < math.inf:  # all equal (not reached: few distinct values are drawn) or not finite
         return None
     m3, m4 = float((squared * centred).mean()), float((squared * squared).mean())
     skew = m3 / m2**1.5 / math.sqrt(n)
