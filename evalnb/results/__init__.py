@@ -5,7 +5,8 @@ store a page at a time), ``metrics_table.py`` (the metrics rows of one task and 
 ``costs.py`` / ``agreement.py`` (judge calls, costs, agreement with people), ``comparison.py``
 (paired tables between models), ``diff.py`` (a run against a baseline), ``stats.py``
 (intervals, tests, power), ``cluster_robust.py`` (CR1 errors), ``cluster_labels.py`` (which
-cluster an item is in), ``pairing.py`` (items paired once, as arrays), ``epochs.py`` (per-item
+cluster an item is in), ``pairing.py`` (items paired once, as arrays), ``bootstrap_limit.py``
+(the interval a big float bootstrap converges to, computed), ``epochs.py`` (per-item
 reduction, pass@k) and ``explain.py`` (comparisons in words)."""
 
 from __future__ import annotations

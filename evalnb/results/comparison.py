@@ -69,14 +69,17 @@ def paired(
     McNemar's test still treats items as independent. ``unclustered`` (task -> note): tasks
     ``clusters`` does not cover; they keep the ordinary statistics and carry the note.
     """
+    from evalnb.results.pairing import code_scores
+
     require_columns(scores, SCORE_COLUMNS, "scores")
     stats.check_resamples(n_resamples)
     if model_a == model_b:
         raise ValueError(f"paired() needs two different models, got {model_a!r} twice")
-    models = sorted_unique(scores["model"])
+    coded = code_scores(scores)
+    models = sorted(coded.models, key=str)
     for model in (model_a, model_b):
         check_choice(model, models, "model")
-    chosen = select_metric_rows(scores, task_id=task_id, metric=metric, frame_name="scores")
+    chosen = _ChosenItems(scores, coded, [model_a, model_b], task_id, metric)
     batch = set(batch_metrics)
     rows = _pair_rows(chosen, model_a, model_b, n_resamples, seed, clusters, batch, unclustered)
     if not any(row["n_pairs"] for row in rows):
@@ -90,8 +93,42 @@ def paired(
     return _paired_table(rows, clusters is not None)
 
 
+class _ChosenItems:
+    """The rows `paired`/`paired_all` compare (the chosen (task, metric) of ``models``), split
+    once into per-(task, metric, model) item arrays (`pairing.group_items`)."""
+
+    def __init__(self, scores: pd.DataFrame, coded: Any, models: Sequence[str], task_id: Any, metric: Any) -> None:
+        import numpy as np
+
+        from evalnb.results.pairing import group_items
+
+        self.scores, self.models = scores, list(models)
+        self.mask = metric_mask(scores, coded.task, coded.tasks, coded.metric, coded.metrics,
+                                task_id=task_id, metric=metric, frame_name="scores")
+        wanted = [k for k, m in enumerate(coded.models) if m in self.models]
+        self.mask &= np.isin(coded.model, wanted)
+        self.groups = group_items(coded, self.mask)
+
+    def check_unique(self, model_a: str, model_b: str) -> None:
+        """The error `check_unique` gives on the two models' rows, when a group has a key twice."""
+        if any(key[2] in (model_a, model_b) for key in self.groups.duplicated):
+            rows = self.scores.loc[self.mask]
+            check_unique(rows[rows["model"].isin([model_a, model_b])],
+                         ("task_id", "model", "metric", "sample_index"), "scores")
+
+    def task_metrics(self, model_a: str, model_b: str) -> list[tuple[Any, Any]]:
+        """The (task, metric) pairs either model has rows for, sorted (as a groupby would)."""
+        return sorted({(t, m) for t, m, model in self.groups.items if model in (model_a, model_b)})
+
+    def items(self, task: Any, metric: Any, model: str) -> tuple[Any, Any]:
+        import numpy as np
+
+        empty = (np.array([], dtype="int64"), np.array([], dtype=float))
+        return self.groups.items.get((task, metric, model), empty)
+
+
 def _pair_rows(
-    chosen: pd.DataFrame, model_a: str, model_b: str, n_resamples: int, seed: int,
+    chosen: _ChosenItems, model_a: str, model_b: str, n_resamples: int, seed: int,
     clusters: Mapping[tuple[str, int], Hashable] | None, batch: Collection[tuple[str, str]] = (),
     unclustered: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
@@ -102,17 +139,14 @@ def _pair_rows(
     no per-item scores. ``unclustered``: task -> why ``clusters`` does not cover it (its rows
     lack the field); such a task gets the ordinary statistics and that reason in ``note``.
     """
-    from evalnb.results.pairing import concat, item_arrays, pair_items
+    from evalnb.results.pairing import concat, pair_items
 
-    chosen = chosen[chosen["model"].isin([model_a, model_b])]
-    check_unique(chosen, ("task_id", "model", "metric", "sample_index"), "scores")
+    chosen.check_unique(model_a, model_b)
     unclustered = unclustered or {}
     rows: list[dict[str, Any]] = []
     pooled = []
-    for (task, metric_id), group in chosen.groupby(["task_id", "metric"], sort=True):
-        by_model = dict(iter(group.groupby("model", sort=False)))
-        empty = group.iloc[0:0]
-        pairs = pair_items(*item_arrays(by_model.get(model_a, empty)), *item_arrays(by_model.get(model_b, empty)))
+    for task, metric_id in chosen.task_metrics(model_a, model_b):
+        pairs = pair_items(*chosen.items(task, metric_id, model_a), *chosen.items(task, metric_id, model_b))
         use = None if clusters is None or task in unclustered else clusters
         row = _paired_row(task, metric_id, pairs, n_resamples, seed, use, [task] * len(pairs.keys))
         if clusters is not None and task in unclustered:
@@ -170,12 +204,15 @@ def paired_all(
     models = [models] if isinstance(models, str) else list(models)
     if len(models) < 2 or len(set(models)) != len(models):
         raise ValueError(f"paired_all() needs two or more distinct models, got {models!r}")
+    from evalnb.results.pairing import code_scores
+
     require_columns(scores, SCORE_COLUMNS, "scores")
     stats.check_resamples(n_resamples)
-    available = sorted_unique(scores["model"])
+    coded = code_scores(scores)
+    available = sorted(coded.models, key=str)
     for model in models:
         check_choice(model, available, "model")
-    chosen = select_metric_rows(scores, task_id=task_id, metric=metric, frame_name="scores")
+    chosen = _ChosenItems(scores, coded, models, task_id, metric)  # split once for every pair
     rows: list[dict[str, Any]] = []
     for i, model_a in enumerate(models):
         for model_b in models[i + 1:]:
@@ -371,35 +408,49 @@ def select_metric_rows(
     With ``metric`` given, tasks that lack it are skipped, unless the task was asked for by name
     (then it is an error naming the task and its metrics).
     """
-    tasks = sorted_unique(frame["task_id"])
+    from evalnb.results.pairing import codes
+
+    task, tasks = codes(frame["task_id"])
+    metric_codes, metrics = codes(frame["metric"])
+    return frame.loc[metric_mask(frame, task, tasks, metric_codes, metrics, task_id=task_id, metric=metric,
+                                 frame_name=frame_name)]
+
+
+def metric_mask(
+    frame: pd.DataFrame, task: Any, tasks: list[Any], metric_codes: Any, metrics: list[Any], *,
+    task_id: str | Sequence[str] | None, metric: str | None, frame_name: str,
+) -> Any:
+    """`select_metric_rows` as a boolean row mask, from the factorised task_id and metric columns
+    (codes into ``tasks``/``metrics``, -1 = missing): a few integer passes, no string compares."""
+    import numpy as np
+    import pandas as pd
+
+    available = sorted(tasks, key=str)
     if task_id is None:
-        wanted = tasks
+        wanted = available
     else:
         wanted = [task_id] if isinstance(task_id, str) else list(task_id)
-        for task in wanted:
-            check_choice(task, tasks, "task")
-    keep: list[tuple[str, str]] = []
-    metrics_of: dict[str, list[str]] = {}  # each task's metrics in order of appearance
-    for task, metric_id in frame[["task_id", "metric"]].drop_duplicates().itertuples(index=False, name=None):
-        metrics_of.setdefault(task, []).append(metric_id)
-    for task in wanted:
-        task_metrics = metrics_of.get(task, [])
+        for name in wanted:
+            check_choice(name, available, "task")
+    width = max(len(metrics), 1)
+    pair = np.where((task >= 0) & (metric_codes >= 0), task * width + metric_codes, -1)
+    metrics_of: dict[Any, list[Any]] = {}  # each task's metrics in order of appearance
+    for code in pd.unique(pair).tolist():  # distinct codes in order of appearance
+        if code >= 0:
+            metrics_of.setdefault(tasks[code // width], []).append(metrics[code % width])
+    keep: list[int] = []
+    for name in wanted:
+        task_metrics = metrics_of.get(name, [])
         if metric is None:
-            keep.append((task, task_metrics[0]))
+            keep.append(tasks.index(name) * width + metrics.index(task_metrics[0]))
         elif metric in task_metrics:
-            keep.append((task, metric))
+            keep.append(tasks.index(name) * width + metrics.index(metric))
         elif task_id is not None:
-            check_choice(metric, task_metrics, "metric", f" for task {task!r}")
+            check_choice(metric, task_metrics, "metric", f" for task {name!r}")
     if not keep:
         every = sorted_unique(frame.loc[frame["task_id"].isin(wanted), "metric"])
         check_choice(metric, every, "metric", f" in the {frame_name} frame")
-    import numpy as np
-
-    tasks_col, metrics_col = frame["task_id"].to_numpy(), frame["metric"].to_numpy()
-    mask = np.zeros(len(frame), dtype=bool)
-    for task, metric_id in keep:  # one vectorised test per task
-        mask |= (tasks_col == task) & (metrics_col == metric_id)
-    return frame.loc[mask]
+    return np.isin(pair, keep)
 
 
 def all_binary(values: pd.DataFrame) -> bool:

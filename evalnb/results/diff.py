@@ -38,11 +38,6 @@ def _item_values(scores: pd.DataFrame) -> dict[tuple[str, str, str], dict[int, f
     return out
 
 
-def _keys(scores: pd.DataFrame) -> list[tuple[str, str, str]]:
-    """The (task_id, model, metric) of a scores frame, in order of appearance."""
-    return list(scores[["task_id", "model", "metric"]].drop_duplicates().itertuples(index=False, name=None))
-
-
 def diff_scores(
     scores: pd.DataFrame,
     baseline: pd.DataFrame,
@@ -68,17 +63,16 @@ def diff_scores(
     stats.check_confidence(confidence)
     for frame, name in ((scores, "scores"), (baseline, "baseline scores")):
         require_columns(frame, SCORE_COLUMNS, name)
-    order, theirs_keys = _keys(scores), set(_keys(baseline))
-    common = [k for k in order if k in theirs_keys]
+    here, before = _item_arrays(scores, "scores"), _item_arrays(baseline, "baseline scores")
+    common = [k for k in here if k in before]  # this run's order of appearance
     if not common:
-        mine = sorted({(t, m) for t, m, _ in order})
-        theirs = sorted({(t, m) for t, m, _ in theirs_keys})
+        mine = sorted({(t, m) for t, m, _ in here})
+        theirs = sorted({(t, m) for t, m, _ in before})
         raise ValueError(
             f"the two runs share no (task, model, metric): this run has (task, model) {mine}, "
             f"the baseline {theirs}; diff pairs items of the same task and model label"
         )
     factor = power_factor()
-    here, before = _item_arrays(scores), _item_arrays(baseline)
     rows = []
     for key in common:
         pairs = pair_items(*here[key], *before[key])  # a = this run, b = the baseline
@@ -96,11 +90,16 @@ def diff_scores(
     return table.astype({"n_pairs": "int64"})
 
 
-def _item_arrays(scores: pd.DataFrame) -> dict[tuple[str, str, str], tuple[Any, Any]]:
-    """(task, model, metric) -> (sample_index array, value array) of the scored items."""
-    from evalnb.results.pairing import item_arrays
+def _item_arrays(scores: pd.DataFrame, name: str) -> dict[tuple[str, str, str], tuple[Any, Any]]:
+    """(task, model, metric) -> (sorted sample_index array, value array) of the scored items, in
+    order of first appearance; split once (`pairing.group_items`). A key twice is an error."""
+    from evalnb.results.comparison import check_unique
+    from evalnb.results.pairing import code_scores, group_items
 
-    return {key: item_arrays(part) for key, part in scores.groupby(["task_id", "model", "metric"], sort=False)}
+    groups = group_items(code_scores(scores))
+    if groups.duplicated:
+        check_unique(scores, ("task_id", "model", "metric", "sample_index"), name)
+    return {(task, model, metric): arrays for (task, metric, model), arrays in groups.items.items()}
 
 
 def _diff_row(pairs: Any, confidence: float, factor: float, labels: list[Hashable] | None,

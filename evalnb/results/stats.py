@@ -326,7 +326,9 @@ def paired_bootstrap(
 
     Uses numpy when importable (10k pairs x 2000 resamples in well under a second), else a
     pure-Python resampler (same method, different random stream). Fewer than two pairs give
-    no interval: resampling one difference would only ever return that difference.
+    no interval: resampling one difference would only ever return that difference. From
+    10,000 pairs of a float metric the interval is the bootstrap's limit, computed instead of
+    drawn (see `bootstrap_interval`).
     """
     check_confidence(confidence)
     check_resamples(n_resamples)
@@ -364,10 +366,31 @@ def bootstrap_means(diffs: Any, n_resamples: int, seed: int) -> Any:
     import numpy as np
 
     data = np.asarray(diffs, dtype=float)
+    return _draw_means(data, _categories(data), n_resamples, seed)
+
+
+def _categories(data: Any) -> Any:
+    """(distinct values, index of first appearance, counts) when there are at most
+    `_MAX_CATEGORIES` distinct values, else None; `np.unique`'s answer, without its sort for
+    the differences of 0/1 values."""
+    import numpy as np
+
+    minus, zero, plus = data == -1.0, data == 0.0, data == 1.0
+    if bool((minus | zero | plus).all()):
+        found = [(v, mask) for v, mask in ((-1.0, minus), (0.0, zero), (1.0, plus)) if mask.any()]
+        return (np.array([v for v, _ in found]), np.array([int(m.argmax()) for _, m in found]),
+                np.array([int(np.count_nonzero(m)) for _, m in found]))
+    values, first, counts = np.unique(data, return_index=True, return_counts=True)
+    return (values, first, counts) if values.size <= _MAX_CATEGORIES else None
+
+
+def _draw_means(data: Any, categories: Any, n_resamples: int, seed: int) -> Any:
+    import numpy as np
+
     n = data.size
     rng = np.random.default_rng(seed)
-    values, first, counts = np.unique(data, return_index=True, return_counts=True)
-    if values.size <= _MAX_CATEGORIES:
+    if categories is not None:
+        values, first, counts = categories
         # categories in order of first appearance: b - a then draws the same counts as a - b
         # (for the negated values), so swapping the models mirrors the interval exactly
         order = np.argsort(first)
@@ -382,10 +405,25 @@ def bootstrap_means(diffs: Any, n_resamples: int, seed: int) -> Any:
 
 
 def bootstrap_interval(diffs: Any, n_resamples: int, seed: int, confidence: float = 0.95) -> tuple[float, float]:
-    """The percentile interval of `bootstrap_means` (numpy's 'linear' percentile); needs 2+ values."""
+    """The percentile interval of `bootstrap_means` (numpy's 'linear' percentile); needs 2+ values.
+
+    From `bootstrap_limit.MIN_ITEMS` (10,000) values with more than `_MAX_CATEGORIES` distinct
+    ones and a near-normal resampled mean, the interval is the one this converges to as
+    ``n_resamples`` grows, computed from the exact cumulants of the resampled mean
+    (`bootstrap_limit.limit_interval`) instead of drawn: it then does not depend on ``seed``
+    or ``n_resamples``, and agrees with the drawn one within its Monte-Carlo error.
+    """
     import numpy as np
 
-    means = np.sort(bootstrap_means(diffs, n_resamples, seed))
+    from evalnb.results.bootstrap_limit import MIN_ITEMS, limit_interval
+
+    data = np.asarray(diffs, dtype=float)
+    categories = _categories(data)
+    if categories is None and data.size >= MIN_ITEMS:
+        limit = limit_interval(data, confidence)
+        if limit is not None:
+            return limit
+    means = np.sort(_draw_means(data, categories, n_resamples, seed))
     alpha = 1.0 - confidence
     return _percentile(means, alpha / 2), _percentile(means, 1 - alpha / 2)
 
