@@ -12,7 +12,10 @@ while evalnb sends text and finds each continuation by ``text_offset``. Three sm
   tokens as text), choices the sum and three near misses, ``target_delimiter: ""``;
 - ``tiny_compare_chat``: ``<|user|>Compare A and B.\\n<|assistant|>``, choices more/less/equal;
 - ``tiny_arith_plain``: ``Question: What is A + B?\\nAnswer:``, choices `` 57`` ... (lm-eval's
-  default delimiter: a space moved from context to continuation).
+  default delimiter: a space moved from context to continuation);
+- ``tiny_compare_symbols``: as tiny_compare_chat with choices ``→ more``, ``← less``, ``≈ equal``:
+  a continuation that starts with a multi-byte character, which a byte-level tokenizer splits
+  into byte tokens vLLM echoes as ``""`` (zero characters) and then the character.
 
 Run by hand, with the server up (``bash /work/shared/realserver/setup.sh 8012``, then restart it
 with ``serve.sh MODEL 8012 --enable-tokenizer-info-endpoint``)::
@@ -41,6 +44,7 @@ TASKS = {
     "tiny_arith_chat": {"doc_to_text": "<|user|>What is {{a}} + {{b}}?\n<|assistant|>", "target_delimiter": ""},
     "tiny_compare_chat": {"doc_to_text": "<|user|>Compare {{a}} and {{b}}.\n<|assistant|>", "target_delimiter": ""},
     "tiny_arith_plain": {"doc_to_text": "Question: What is {{a}} + {{b}}?\nAnswer:", "target_delimiter": " "},
+    "tiny_compare_symbols": {"doc_to_text": "<|user|>Compare {{a}} and {{b}}.\n<|assistant|>", "target_delimiter": ""},
 }
 
 
@@ -48,10 +52,11 @@ def rows(task: str, n: int, rng: random.Random) -> list[dict]:
     out = []
     for i in range(n):
         a, b = rng.randrange(100), rng.randrange(100)
-        if task == "tiny_compare_chat":
+        if task in ("tiny_compare_chat", "tiny_compare_symbols"):
             if i % 5 == 0:
                 b = a
-            choices = ["more", "less", "equal"]
+            # symbols: choices that start with a multi-byte character (2 and 3 bytes in UTF-8)
+            choices = ["more", "less", "equal"] if task == "tiny_compare_chat" else ["→ more", "← less", "≈ equal"]
             label = 0 if a > b else 1 if a < b else 2
         else:
             s = a + b
@@ -145,7 +150,7 @@ def compare(suite, result, oracle: dict, tol: float) -> list[dict]:
         theirs = sorted(oracle["samples"][task], key=lambda s: s["doc_id"])
         items = suite.items(task)
         assert len(samples) == len(theirs) == len(items), (task, len(samples), len(theirs), len(items))
-        choices = agree = greedy_agree = docs_same_choice = 0
+        choices = agree = greedy_agree = greedy_true = docs_same_choice = 0
         worst, examples = 0.0, []
         for item, (_, sample), want in zip(items, samples.iterrows(), theirs):
             assert item.prompt == want["arguments"][0][0], (task, item.prompt, want["arguments"][0][0])
@@ -157,6 +162,7 @@ def compare(suite, result, oracle: dict, tol: float) -> list[dict]:
                 worst = max(worst, diff)
                 agree += diff <= tol
                 greedy_agree += ours_greedy == greedy
+                greedy_true += bool(greedy)
                 if diff > tol and len(examples) < 3:
                     examples.append({"doc": int(sample.sample_index), "choice": item.continuations[k],
                                      "evalnb": ours, "lm_eval": ll})
@@ -164,7 +170,7 @@ def compare(suite, result, oracle: dict, tol: float) -> list[dict]:
         metrics = result.metrics[result.metrics.task_id == task].set_index("metric")["mean"]
         res = oracle["results"][task]
         rows_out.append({"task": task, "docs": len(items), "choices": choices, "loglik_agree": agree,
-                         "max_abs_diff": worst, "is_greedy_agree": greedy_agree, "docs_same_scores": docs_same_choice,
+                         "max_abs_diff": worst, "is_greedy_agree": greedy_agree, "greedy": greedy_true, "docs_same_scores": docs_same_choice,
                          "acc_evalnb": float(metrics["acc"]), "acc_lm_eval": res["acc,none"],
                          "acc_norm_evalnb": float(metrics["acc_norm"]), "acc_norm_lm_eval": res["acc_norm,none"],
                          "examples": examples})
@@ -184,6 +190,9 @@ def main() -> None:
     base = f"http://127.0.0.1:{args.port}"
     attempts = loopback_only()
     with tempfile.TemporaryDirectory(prefix="lm-eval-parity-") as tmp:
+        # datasets caches a local folder by its name and config, not its content: a fresh cache,
+        # or lm-eval reads the rows of an earlier run with another --n
+        os.environ["HF_DATASETS_CACHE"] = str(Path(tmp) / "hf-datasets-cache")
         tasks = write_tasks(Path(tmp), args.n, args.seed)
         os.environ.setdefault("EVALNB_HOME", str(Path(tmp) / "home"))
         oracle, lm_s = run_lm_eval(base, args.model, tasks, args.max_length)
@@ -192,7 +201,7 @@ def main() -> None:
     assert attempts == [], attempts
     print(f"lm-eval local-completions (remote tokenizer, 1 prompt a call): {lm_s:.1f} s; "
           f"evalnb (all choices of a doc in one call, concurrency 4): {ours_s:.1f} s")
-    head = ("task", "docs", "choices", "loglik_agree", "max_abs_diff", "is_greedy_agree", "docs_same_scores",
+    head = ("task", "docs", "choices", "loglik_agree", "max_abs_diff", "is_greedy_agree", "greedy", "docs_same_scores",
             "acc_evalnb", "acc_lm_eval", "acc_norm_evalnb", "acc_norm_lm_eval")
     print(" | ".join(head))
     for row in table:
