@@ -50,7 +50,7 @@ def prompt_texts(prompt: Any, vocab: Vocabulary) -> list[tuple[str, Pieces]]:
             out.append(("".join(token for token, _ in pieces), pieces))
         else:
             text = one if isinstance(one, str) else ""
-            out.append((text, tokenize(text)))
+            out.append((text, vocab.tokenize(text)))
     return out
 
 
@@ -84,7 +84,7 @@ def logprobs_reply(body: dict, answer: str, n: int, logprob: TokenLogprob, vocab
     want = body.get("logprobs")
     top_n = want if isinstance(want, int) and not isinstance(want, bool) else None
     max_tokens = body.get("max_tokens")
-    generated = tokenize(answer)
+    generated = vocab.tokenize(answer)
     if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
         generated = generated[:max(max_tokens, 0)]
     gen_text = "".join(tok for tok, _ in generated)
@@ -95,7 +95,7 @@ def logprobs_reply(body: dict, answer: str, n: int, logprob: TokenLogprob, vocab
         choice: dict[str, Any] = {"index": index, "text": text, "logprobs": None,
                                   "finish_reason": "length", "stop_reason": None}
         if top_n is not None and echo_supported:
-            choice["logprobs"] = _logprobs(prompt, pieces, gen_text, echo, top_n, logprob)
+            choice["logprobs"] = _logprobs(prompt, pieces, gen_text, echo, top_n, logprob, vocab)
         choices.append(choice)
     completion = len(generated) * len(prompts)
     return {"id": f"cmpl-{n:08d}", "object": "text_completion", "created": int(time.time()),
@@ -105,11 +105,11 @@ def logprobs_reply(body: dict, answer: str, n: int, logprob: TokenLogprob, vocab
 
 
 def _logprobs(prompt: str, prompt_pieces: Pieces, gen_text: str, echo: bool, top_n: int,
-              logprob: TokenLogprob) -> dict:
+              logprob: TokenLogprob, vocab: Vocabulary) -> dict:
     # the prompt and the generated text are tokenized apart (a generated token never merges
     # with the prompt's last one), as a real server generates token by token
     pieces = list(prompt_pieces) if echo else []
-    pieces += [(token, offset + len(prompt) if echo else offset) for token, offset in tokenize(gen_text)]
+    pieces += [(token, offset + len(prompt) if echo else offset) for token, offset in vocab.tokenize(gen_text)]
     text = (prompt if echo else "") + gen_text
     base = "" if echo else prompt  # without echo the generated tokens still follow the prompt
     tokens, offsets, lps, tops = [], [], [], []

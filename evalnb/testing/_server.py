@@ -89,9 +89,11 @@ class LocalModelServer:
     ``GET /tokenizer_info`` (`_tokenize`: vLLM's shapes; a GPT-2-like tokenizer, `_tokenizer`), so
     lm-eval's ``local-completions`` with ``tokenizer_backend="remote"`` runs against it. The
     log-probabilities are a known function of the text (`evalnb.testing._logprobs`), the same
-    for a text prompt and for its token ids:
-    deterministic by default; ``token_logprobs`` scripts them, as a dict ``{token: logprob}``
-    or a callable ``(text_before, token) -> logprob``. ``echo_logprobs=False`` plays a server
+    for a text prompt and for its token ids: deterministic by default; ``token_logprobs``
+    scripts them, as a dict ``{token: logprob}`` or a callable ``(text_before, token) -> logprob``.
+    ``byte_fallback=True`` splits non-ASCII symbols (``→``) into UTF-8 byte tokens, echoed as
+    vLLM echoes a byte-level tokenizer's (``""`` until the character is complete).
+    ``echo_logprobs=False`` plays a server
     that cannot echo them (llama.cpp's ``llama-server``): the prompt is not echoed and
     ``logprobs`` is null.
     ``max_concurrency`` caps how many model calls are worked on at once, like a real deployment's
@@ -126,6 +128,7 @@ class LocalModelServer:
         batch_faults: Sequence[BatchFault] | None = None,
         token_logprobs: Mapping[str, float] | Callable[[str, str], float] | None = None,
         echo_logprobs: bool = True,
+        byte_fallback: bool = False,
     ):
         if responder is not None and not callable(responder) and not isinstance(responder, Mapping):
             raise TypeError("responder must be a dict of prompt substring -> answer, or a callable")
@@ -141,7 +144,7 @@ class LocalModelServer:
         if token_logprobs is not None and not callable(token_logprobs) and not isinstance(token_logprobs, Mapping):
             raise TypeError("token_logprobs must be a dict of token -> logprob or a callable (text_before, token) -> logprob")
         self._token_logprob = logprobs.logprob_function(token_logprobs)
-        self.vocab = Vocabulary()  # token ids of /tokenize and token-id prompts, first seen first
+        self.vocab = Vocabulary(byte_fallback)  # token ids of /tokenize and token-id prompts, first seen first
         self.echo_logprobs = echo_logprobs
         self._responder = dict(responder) if isinstance(responder, Mapping) else responder
         self._pass_path = callable(responder) and _takes_two_args(responder)

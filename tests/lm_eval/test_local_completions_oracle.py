@@ -156,3 +156,52 @@ def test_a_token_straddling_the_boundary_is_where_lm_eval_and_evalnb_differ(loop
     assert theirs[0] == (0, True)  # an empty slice: nothing scored
     assert ours[0].logprob == pytest.approx(model("Q:", " Answer"))
     assert ours[1].logprob == pytest.approx(theirs[1][0]) and ours[1].is_greedy == theirs[1][1]
+
+
+def test_choices_starting_with_a_multi_byte_character_on_a_byte_level_tokenizer(tmp_path, loopback_only) -> None:
+    """`byte_fallback` splits "→" into three byte tokens, echoed "", "", "→" at one offset, as
+    vLLM echoes a byte-level tokenizer's (the realserver's tiny-arith): the zero-width tokens at
+    the context's end are the continuation's, for lm-eval's token split and for evalnb alike."""
+    import yaml
+
+    folder = tmp_path / "symbols"
+    (folder / "data").mkdir(parents=True)
+    rows = [{"a": a, "b": b, "label": 0 if a > b else 1 if a < b else 2} for a, b in [(3, 5), (9, 2), (4, 4), (7, 1)]]
+    (folder / "data" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (folder / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files:\n"
+                                      "  - split: test\n    path: data/test.jsonl\n---\n", encoding="utf-8")
+    config = {"task": "compare_symbols", "dataset_path": "local/compare_symbols", "test_split": "test",
+              "output_type": "multiple_choice", "doc_to_text": "Compare {{a}} and {{b}}.\nAnswer:",
+              "doc_to_choice": ["→ more", "← less", "≈ equal"], "doc_to_target": "label", "target_delimiter": "",
+              "metric_list": [{"metric": "acc"}, {"metric": "acc_norm"}]}
+    path = tmp_path / "compare_symbols.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    suite = Suite.from_lm_eval(str(path), dataset_paths={"local/compare_symbols": str(folder)})
+
+    from lm_eval import evaluator
+    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    task = ConfigurableTask(config={**config, "dataset_path": str(folder)})
+    with LocalModelServer(token_logprobs=model, byte_fallback=True) as server:
+        lm = LocalCompletionsAPI(base_url=f"{server.base_url}/completions", model=server.model,
+                                 tokenizer_backend="remote", max_retries=1)
+        oracle = evaluator.evaluate(lm=lm, task_dict={"compare_symbols": task}, log_samples=True,
+                                    bootstrap_iters=0, verbosity="ERROR")
+        result = evalnb.run(suite, [Model(server.model, base_url=server.base_url, api="completions")])
+        echoed = [r for r in server.requests if r.path == "/v1/completions" and r.body["prompt"] != ["The sky is blue"]]
+    assert loopback_only == []
+    samples = result.samples.sort_values("sample_index")
+    theirs = sorted(oracle["samples"]["compare_symbols"], key=lambda s: s["doc_id"])
+    assert len(samples) == len(theirs) == 4 and len(echoed) == 12 + 4  # lm-eval: a call per choice; evalnb: per doc
+    for (_, sample), want in zip(samples.iterrows(), theirs):
+        got = json.loads(sample.output_text)
+        assert got["loglikelihoods"] == pytest.approx([ll for ll, _ in want["filtered_resps"]], abs=1e-9)
+        assert got["is_greedy"] == [g for _, g in want["filtered_resps"]]
+    metrics = result.metrics.set_index("metric")["mean"]
+    assert metrics["acc"] == pytest.approx(oracle["results"]["compare_symbols"]["acc,none"])
+    assert metrics["acc_norm"] == pytest.approx(oracle["results"]["compare_symbols"]["acc_norm,none"])
+    # the byte tokens were there: three tokens at the first choice's offset, two of them ""
+    prompt = echoed[-1].body["prompt"][0]
+    assert prompt == "Compare 7 and 1.\nAnswer:→ more"
+    assert [t for t, o in server.vocab.tokenize(prompt) if o == len("Compare 7 and 1.\nAnswer:")] == ["", "", "→"]

@@ -75,3 +75,19 @@ def test_a_dict_responder_sees_a_token_id_prompt_as_its_text() -> None:
         ids = httpx.post(f"{server.url}/tokenize", json={"prompt": "The capital of France is"}).json()["tokens"]
         reply = httpx.post(f"{server.base_url}/completions", json={"model": "m", "prompt": ids, "max_tokens": 5}).json()
     assert reply["choices"][0]["text"] == " Paris"
+
+
+def test_byte_fallback_splits_symbols_into_byte_tokens_echoed_as_vllm_echoes_them() -> None:
+    text = "A: → b é"
+    with LocalModelServer(byte_fallback=True, token_logprobs=known) as server:
+        got = httpx.post(f"{server.url}/tokenize", json={"prompt": text, "return_token_strs": True}).json()
+        back = httpx.post(f"{server.url}/detokenize", json={"tokens": got["tokens"]}).json()
+        by_ids = completion(server, [got["tokens"]]).json()
+        by_text = completion(server, text).json()
+        half = httpx.post(f"{server.url}/detokenize", json={"tokens": got["tokens"][:4]}).json()
+    assert got["token_strs"] == ["A", ":", " ", "<0xE2>", "<0x86>", "<0x92>", " b", " é"]  # "é" is a word character
+    assert back == {"prompt": text} and half == {"prompt": "A: "}  # an incomplete character shows nothing yet
+    assert by_ids["choices"] == by_text["choices"]
+    lp = by_ids["choices"][0]["logprobs"]
+    assert list(zip(lp["tokens"], lp["text_offset"]))[2:7] == [(" ", 2), ("", 3), ("", 3), ("→", 3), (" b", 4)]
+    assert lp["token_logprobs"][3] == pytest.approx(known("A: ", "")) and by_ids["usage"]["prompt_tokens"] == 8
