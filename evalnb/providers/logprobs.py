@@ -4,8 +4,9 @@ lm-eval's ``local-completions`` scores a continuation the same way: the context 
 continuation go as one prompt with ``echo: true`` and ``logprobs``, and the log-probabilities
 the server gives the prompt's own tokens are read back. No tokenizer is needed here: the
 continuation's tokens are found by ``text_offset``: every echoed token that ends after the
-context and starts before the end of the prompt (so a token straddling the boundary counts
-as the continuation's; the prompt's first token has no log-probability and is skipped). Only echoed prompt tokens count: ``max_tokens`` is 1 (some servers
+context (or starts at its end: a byte-level tokenizer's zero-width partial character) and starts
+before the end of the prompt (so a token straddling the boundary counts as the continuation's;
+the prompt's first token has no log-probability and is skipped). Only echoed prompt tokens count: ``max_tokens`` is 1 (some servers
 refuse 0) and the generated token, past the prompt's end, is left out. ``is_greedy`` is true
 when each counted token is the top entry of its ``top_logprobs``. All the pairs of one call go
 as one list prompt; choice ``i`` of the reply answers prompt ``i``.
@@ -66,7 +67,10 @@ def _one(choice: Any, context: str, continuation: str, label: str) -> Loglikelih
     total, greedy, counted = 0.0, True, 0
     for j, offset in enumerate(offsets):
         token_end = offsets[j + 1] if j + 1 < len(offsets) else len(text)
-        if not (token_end > start and offset < end):
+        # a token at or after the context's end, or straddling it; a zero-width token at the
+        # context's end is the first byte(s) of the continuation's first character (vLLM echoes
+        # the bytes of a multi-byte character as "" tokens, then the character)
+        if not (offset < end and (offset >= start or token_end > start)):
             continue
         lp = lps[j]
         if lp is None and offset == 0:

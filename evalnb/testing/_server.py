@@ -19,9 +19,11 @@ from typing import Any, NamedTuple, Union
 
 from evalnb.testing import _logprobs as logprobs
 from evalnb.testing import _replies as replies
+from evalnb.testing import _tokenize as tokenize_api
 from evalnb.testing._batches import BatchBook, BatchFault
 from evalnb.testing._faults import Fault, FaultSchedule, Latency, check_latency, pick_latency
 from evalnb.testing._http import BadRequest, HttpRequest, read_request, response_bytes
+from evalnb.testing._tokenizer import UnknownTokenId, Vocabulary
 
 Responder = Union[Mapping[str, str], Callable[..., Any], None]
 Embedder = Callable[[list[str]], Sequence[Sequence[float]]]
@@ -49,7 +51,8 @@ class LocalModelServer:
     """An OpenAI-compatible model server on ``127.0.0.1`` that answers from a script.
 
     Endpoints: ``POST /v1/responses``, ``/v1/chat/completions``, ``/v1/completions``,
-    ``/v1/embeddings`` and ``GET /v1/models``; and the Batch API (`_batches`): ``/v1/files``
+    ``/v1/embeddings`` and ``GET /v1/models``; vLLM's ``POST /tokenize``, ``/detokenize`` and
+    ``GET /tokenizer_info`` (token ids in `vocab`); and the Batch API (`_batches`): ``/v1/files``
     (upload, ``/{id}``, ``/{id}/content``) and ``/v1/batches`` (create, ``/{id}``,
     ``/{id}/cancel``). A batch's requests are answered by the same responder, faults and usage
     as live calls (latency aside): a batch run gets the live run's answers.
@@ -79,11 +82,18 @@ class LocalModelServer:
     or a callable ``usage(request_json, path)`` returning one (or None for the default:
     whitespace-separated words).
     ``/v1/completions`` answers as vLLM does: a list ``prompt`` gets one choice per prompt,
-    ``echo`` repeats the prompt, ``max_tokens`` caps the generated tokens, and ``logprobs: N``
-    adds ``tokens``, ``token_logprobs``, ``top_logprobs`` and ``text_offset``. The
-    log-probabilities are a known function of the text (`evalnb.testing._logprobs`):
-    deterministic by default; ``token_logprobs`` scripts them, as a dict ``{token: logprob}``
-    or a callable ``(text_before, token) -> logprob``. ``echo_logprobs=False`` plays a server
+    ``echo`` repeats the prompt, ``max_tokens`` caps the generated tokens (appended after the
+    echoed ones), and ``logprobs: N`` adds ``tokens``, ``token_logprobs``, ``top_logprobs`` and
+    ``text_offset``. A prompt may be token ids (a list of ints, or a list of such lists) as
+    vLLM's ``POST /tokenize`` gives them; the server serves that too, with ``/detokenize`` and
+    ``GET /tokenizer_info`` (`_tokenize`: vLLM's shapes; a GPT-2-like tokenizer, `_tokenizer`), so
+    lm-eval's ``local-completions`` with ``tokenizer_backend="remote"`` runs against it. The
+    log-probabilities are a known function of the text (`evalnb.testing._logprobs`), the same
+    for a text prompt and for its token ids: deterministic by default; ``token_logprobs``
+    scripts them, as a dict ``{token: logprob}`` or a callable ``(text_before, token) -> logprob``.
+    ``byte_fallback=True`` splits non-ASCII symbols (``→``) into UTF-8 byte tokens, echoed as
+    vLLM echoes a byte-level tokenizer's (``""`` until the character is complete).
+    ``echo_logprobs=False`` plays a server
     that cannot echo them (llama.cpp's ``llama-server``): the prompt is not echoed and
     ``logprobs`` is null.
     ``max_concurrency`` caps how many model calls are worked on at once, like a real deployment's
@@ -118,6 +128,7 @@ class LocalModelServer:
         batch_faults: Sequence[BatchFault] | None = None,
         token_logprobs: Mapping[str, float] | Callable[[str, str], float] | None = None,
         echo_logprobs: bool = True,
+        byte_fallback: bool = False,
     ):
         if responder is not None and not callable(responder) and not isinstance(responder, Mapping):
             raise TypeError("responder must be a dict of prompt substring -> answer, or a callable")
@@ -133,6 +144,7 @@ class LocalModelServer:
         if token_logprobs is not None and not callable(token_logprobs) and not isinstance(token_logprobs, Mapping):
             raise TypeError("token_logprobs must be a dict of token -> logprob or a callable (text_before, token) -> logprob")
         self._token_logprob = logprobs.logprob_function(token_logprobs)
+        self.vocab = Vocabulary(byte_fallback)  # token ids of /tokenize and token-id prompts, first seen first
         self.echo_logprobs = echo_logprobs
         self._responder = dict(responder) if isinstance(responder, Mapping) else responder
         self._pass_path = callable(responder) and _takes_two_args(responder)
@@ -394,6 +406,9 @@ class LocalModelServer:
     ) -> tuple[int | None, bytes, dict[str, str]]:
         if BatchBook.serves(req.path):
             return self.batches_book.handle(req.method, req.path, req.headers, req.body)
+        if tokenize_api.serves(req.path):
+            status, reply = tokenize_api.answer(req.method, req.path, None if bad_json else body, self.vocab)
+            return status, _json(reply), {}
         if (req.method, req.path) not in _ROUTES:
             known = any(path == req.path for _, path in _ROUTES)
             status = 405 if known else 404
@@ -405,7 +420,10 @@ class LocalModelServer:
         if bad_json or not isinstance(body, dict):
             return 400, _json(replies.error_reply(400, "request body must be a JSON object")), {}
 
-        prompt = replies.prompt_of(req.path, body)
+        try:
+            prompt = self._prompt(req.path, body)
+        except UnknownTokenId as exc:
+            return 400, _json(replies.error_reply(400, str(exc))), {}
         fault = self._schedule.pick(body, req.path, prompt)
         answer: Any = None
         if (fault is None or _passive(fault)) and req.path in _ANSWERED:
@@ -493,7 +511,8 @@ class LocalModelServer:
             return self._with_usage(replies.responses_reply(body, text, prompt, n), body, path)
         if path == "/v1/completions":
             if body.get("echo") or body.get("logprobs") is not None or isinstance(body.get("prompt"), list):
-                reply = logprobs.logprobs_reply(body, text, n, self._token_logprob, echo_supported=self.echo_logprobs)
+                reply = logprobs.logprobs_reply(body, text, n, self._token_logprob, self.vocab,
+                                                echo_supported=self.echo_logprobs)
                 return self._with_usage(reply, body, path)
             return self._with_usage(replies.completions_reply(body, text, prompt, n), body, path)
         return self._with_usage(replies.chat_reply(body, text, prompt, n), body, path)
@@ -505,7 +524,10 @@ class LocalModelServer:
         `batch_delay`). A fault that would drop or garble a live reply is a 500 here: a batch
         reports every request.
         """
-        prompt = replies.prompt_of(path, body)
+        try:
+            prompt = self._prompt(path, body)
+        except UnknownTokenId as exc:
+            return 400, replies.error_reply(400, str(exc))
         fault = self._schedule.pick(body, path, prompt)
         answer: Any = None
         if (fault is None or _passive(fault)) and path in _ANSWERED:
@@ -537,6 +559,13 @@ class LocalModelServer:
         if numbers is not None:
             reply["usage"] = replies.usage_for(path, dict(numbers))
         return reply
+
+    def _prompt(self, path: str, body: dict) -> str:
+        """What responders and faults see; a completions prompt of token ids is decoded (all checked)."""
+        if path == "/v1/completions" and logprobs.is_token_ids(body.get("prompt")):
+            texts = logprobs.prompt_texts(body["prompt"], self.vocab)
+            return texts[0][0] if texts else ""
+        return replies.prompt_of(path, body)
 
     def _answer(self, body: dict, path: str, prompt: str) -> Any:
         """What the responder says: str, dict (full body), Fault, or None (default)."""

@@ -119,3 +119,26 @@ def test_check_loglikelihoods_passes_on_an_echoing_server_and_names_the_problem_
     with LocalModelServer(echo_logprobs=False) as server:
         with pytest.raises(ProviderError, match="did not echo"):
             asyncio.run(check(server))
+
+
+def test_a_continuation_starting_with_a_multi_byte_character_counts_its_byte_tokens() -> None:
+    """A byte-level tokenizer (the realserver's tiny-arith) splits "≈" into three byte tokens;
+    vLLM echoes the first two as "" (zero characters, at the character's offset) and the last
+    as "≈". All three are the continuation's, as lm-eval's token split counts them."""
+    context, continuation = "A:", "≈ b"
+    full = context + continuation
+    tokens = ["A", ":", "", "", "≈", " ", "b", "!"]  # as vLLM's reply shows them ("!" is generated)
+    offsets = [0, 1, 2, 2, 2, 3, 4, 5]
+    lps = [None, -1.0, -2.0, -4.0, -8.0, -16.0, -32.0, -64.0]
+    tops = [None] + [{t: lp, "e": -0.5} for t, lp in zip(tokens[1:], lps[1:])]
+
+    def vllm_reply(body: dict) -> dict:
+        assert body["prompt"] == [full]
+        return {"id": "cmpl-1", "object": "text_completion", "created": 0, "model": "m",
+                "choices": [{"index": 0, "text": full + "!", "finish_reason": "length",
+                             "logprobs": {"tokens": tokens, "text_offset": offsets, "token_logprobs": lps,
+                                          "top_logprobs": tops}}]}
+
+    with LocalModelServer(vllm_reply) as server:
+        (got,) = loglikelihoods(server, [(context, continuation)])
+    assert got.logprob == -2.0 - 4.0 - 8.0 - 16.0 - 32.0 and got.is_greedy is False
