@@ -143,50 +143,37 @@ def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None
                ) -> tuple["pd.DataFrame", dict[str, str], dict[str, list[str]]]:
     """(frame, metric id -> column, task -> score keys found) of a stored run, in the store's order.
 
-    Keys, status and one float column per metric, read a page at a time with every score taken
-    out of the stored JSON by SQLite (`Store.column_pages`' ``score:<id>`` fields): no sample's
-    scores or dataset row is decoded in Python. With a store that records it, the frame also
-    has ``missing_field`` (1.0 when the sample's prompt named a field its row lacks, NaN when
-    not recorded).
+    Keys, status, ``missing_field`` (1.0 when the sample's prompt named a field its row lacks,
+    NaN when not recorded) and one float column per metric, read one (task, model) at a time as
+    numpy columns (`Store.lean_arrays`: the `scores` table and a covering index): no sample's
+    scores or dataset row is decoded in Python.
     """
     import numpy as np
     import pandas as pd
 
-    from evalnb.store import SAMPLE_FIELDS, SAMPLE_STATUSES
+    from evalnb.store import SAMPLE_STATUSES
 
     keys_by_task = store.score_keys(run_id)
     columns = metric_columns(manifest, keys_by_task)
-    found = list(dict.fromkeys(k for keys in keys_by_task.values() for k in keys))
-    flag = ["missing_field"] if "missing_field" in SAMPLE_FIELDS else []
-    fields = ["task_id", "model", "sample_index", "epoch", "status", *flag, *(f"score:{k}" for k in found)]
-    codes: dict[str, list[np.ndarray]] = {"task_id": [], "model": [], "status": []}
-    labels: dict[str, dict[str, int]] = {k: {} for k in codes}  # value -> code, per column
-    for s in SAMPLE_STATUSES:
-        labels["status"].setdefault(s, len(labels["status"]))
-    parts: dict[str, list[Any]] = {f: [] for f in fields[2:] if f != "status"}
-    pages = (page for task, model in store.sample_groups(run_id)  # key order; names not read per row
-             for page in store.column_pages(run_id, fields, task_id=task, model=model))
-    for page in pages:
-        for k, known in labels.items():  # strings as small codes: hashed in C, one object per value
-            page_codes, values = pd.factorize(np.asarray(page[k], dtype=object))
-            to_global = np.array([known.setdefault(v, len(known)) for v in values], dtype="int32")
-            codes[k].append(to_global[page_codes] if len(values) else page_codes.astype("int32"))
-        parts["sample_index"].append(np.asarray(page["sample_index"], dtype="int64"))
-        parts["epoch"].append(np.asarray([0 if e is None else e for e in page["epoch"]], dtype="int64")
-                              if None in page["epoch"] else np.asarray(page["epoch"], dtype="int64"))
-        for f in fields[5:]:
-            parts[f].append(np.asarray(page[f], dtype="float64"))  # None -> NaN
+    parts: dict[str, list[np.ndarray]] = {}
+    names: dict[str, list[tuple[str, int]]] = {"task_id": [], "model": []}  # (name, how many rows)
+    for task, model in store.sample_groups(run_id):  # key order; names not read per row
+        arrays = store.lean_arrays(run_id, task, model, list(columns))
+        n = len(arrays["sample_index"])
+        names["task_id"].append((task, n))
+        names["model"].append((model, n))
+        for name, values in arrays.items():
+            parts.setdefault(name, []).append(values)
+    n = sum(count for _, count in names["task_id"])
     data: dict[str, Any] = {}
-    for k, known in labels.items():
-        table = np.array(list(known), dtype=object)
-        data[k] = table[np.concatenate(codes[k])] if codes[k] else np.array([], dtype=object)
-    for k in ("sample_index", "epoch"):
-        data[k] = np.concatenate(parts[k]) if parts[k] else np.array([], dtype="int64")
-    data = {k: data[k] for k in ("task_id", "model", "sample_index", "epoch", "status")}
-    n = len(data["sample_index"])
-    for f in flag:
-        data[f] = np.concatenate(parts[f]) if parts[f] else np.array([], dtype="float64")
+    for k, runs in names.items():  # one shared str object per name
+        data[k] = np.repeat(np.array([name for name, _ in runs], dtype=object), [count for _, count in runs])
+    joined = {k: np.concatenate(v) for k, v in parts.items()}
+    statuses = np.array([*SAMPLE_STATUSES, None], dtype=object)
+    data["sample_index"] = joined.get("sample_index", np.array([], dtype="int64"))
+    data["epoch"] = joined.get("epoch", np.array([], dtype="int64"))
+    data["status"] = statuses[joined["status"]] if "status" in joined else np.array([], dtype=object)
+    data["missing_field"] = joined.get("missing_field", np.array([], dtype="float64"))
     for metric, column in columns.items():
-        f = f"score:{metric}"
-        data[column] = np.concatenate(parts[f]) if parts.get(f) else np.full(n, np.nan)
+        data[column] = joined.get(f"score:{metric}", np.full(n, np.nan))
     return pd.DataFrame(data), columns, keys_by_task

@@ -26,6 +26,7 @@ from evalnb.store._keys import canonical_json
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
 from evalnb.store._schema import connect, ensure_schema
+from evalnb.store._scores import lean_arrays, series_firsts
 from evalnb.store._writer import StoreWriter
 
 SCORE_PREFIX = "score:"  # `column_pages` field "score:<metric id>": one score, read by SQLite
@@ -278,26 +279,42 @@ class Store(RunRecords, GradeReuse):
 
     def score_keys(self, run_id: str) -> dict[str, list[str]]:
         """task -> the score keys its samples carry, in order of first appearance (samples in key
-        order, keys in each sample's order), read by SQLite without decoding scores in Python."""
-        rows = self._rows(
-            "SELECT DISTINCT s.task_id, j.key FROM samples s, json_each(s.scores) j "
-            "WHERE s.run_id = ? AND json_valid(s.scores) AND json_type(s.scores) = 'object' ORDER BY s.task_id",
-            (run_id,))
+        order, keys in each sample's order), from the `scores` table (no sample's JSON read but
+        the first one of a key, for its place among the keys of that sample)."""
+        firsts: dict[str, dict[str, tuple[Any, ...]]] = {}
+        for task, metric, model, index, epoch in series_firsts(self._rows, run_id):
+            here = (model, index, epoch)
+            seen = firsts.setdefault(task, {})
+            if metric not in seen or here < seen[metric]:
+                seen[metric] = here
         found: dict[str, list[str]] = {}
-        for task, key in rows:
-            found.setdefault(task, []).append(key)
-        for task, keys in found.items():
-            if len(keys) > 1:  # the order of first appearance: where each key is first seen
-                found[task] = sorted(keys, key=lambda k, t=task: self._first_seen(run_id, t, k))
+        for task in sorted(firsts):
+            seen = firsts[task]
+            if len(seen) == 1:
+                found[task] = list(seen)
+                continue
+            place = {k: (*where, self._key_position(run_id, task, where, k)) for k, where in seen.items()}
+            found[task] = sorted(seen, key=place.__getitem__)
         return found
 
-    def _first_seen(self, run_id: str, task_id: str, key: str) -> tuple[Any, ...]:
-        """(model, sample_index, epoch, position in that sample's scores) of the first sample with ``key``."""
+    def _key_position(self, run_id: str, task_id: str, where: tuple[Any, ...], key: str) -> int:
+        """The place of ``key`` among the score keys of one sample ((model, index, epoch) of ``task_id``)."""
         (row,) = self._rows(
-            "SELECT s.model, s.sample_index, s.epoch, (SELECT j.id FROM json_each(s.scores) j WHERE j.key = ?) "
-            "FROM samples s WHERE s.run_id = ? AND s.task_id = ? AND json_type(s.scores, ?) IS NOT NULL "
-            "ORDER BY s.model, s.sample_index, s.epoch LIMIT 1", (key, run_id, task_id, _score_path(key)))
-        return row
+            "SELECT (SELECT j.id FROM json_each(s.scores) j WHERE j.key = ?) FROM samples s WHERE s.run_id = ? "
+            "AND s.task_id = ? AND s.model = ? AND s.sample_index = ? AND s.epoch = ?", (key, run_id, task_id, *where))
+        return row[0]
+
+    def lean_arrays(self, run_id: str, task_id: str, model: str, metrics: Iterable[str]) -> dict[str, Any]:
+        """One (task, model)'s samples as numpy columns in (sample_index, epoch) order: keys, status
+        (as strings), the missing-field flag and ``score:<metric>`` floats; see `_scores.lean_arrays`.
+        What summaries read: narrow rows from the `scores` table and a covering index, no JSON."""
+        with self._lock:
+            self._check_open()
+            self._conn.execute("BEGIN")  # one snapshot: keys and scores of the same samples
+            try:
+                return lean_arrays(self._rows, run_id, task_id, model, list(metrics), SAMPLE_STATUSES)
+            finally:
+                self._conn.execute("COMMIT")
 
     def samples(self, run_id: str, *, task_id: str | None = None, model: str | None = None,
                 status: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
