@@ -17,6 +17,7 @@ value): the key exists, as `Store.score_keys` reports it.
 from __future__ import annotations
 
 import sqlite3
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -105,49 +106,77 @@ def series_firsts(read: Any, run_id: str) -> list[tuple[str, str, str, int, int]
 # `lean_arrays`: status as its position in SAMPLE_STATUSES, the missing-field flag as 0/1/2 (NULL)
 def _status_code(statuses: tuple[str, ...]) -> str:
     cases = " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(statuses))
-    return f"CASE status {cases} ELSE {len(statuses)} END"
+    return f"(CASE s.status {cases} ELSE {len(statuses)} END)"
 
 
-def lean_arrays(read: Any, run_id: str, task_id: str, model: str, metrics: list[str],
+def lean_arrays(execute: Any, run_id: str, task_id: str, model: str, metrics: list[str],
                 statuses: tuple[str, ...]) -> dict[str, np.ndarray]:
     """One (task, model)'s samples as numpy columns, in (sample_index, epoch) order.
 
     ``sample_index``, ``epoch`` (int64), ``status`` (int32: the position in ``statuses``; an
     unknown status gets len(statuses)), ``missing_field`` (float64: 1/0, NaN when not recorded)
     and one float64 column per metric (``score:<id>``, NaN when the sample has no number).
-    Two narrow values a sample (the item, then epoch, status and flag packed in one integer),
-    one a score.
+    The keys come as one string (`_keys`), each score as a narrow row streamed from the cursor
+    into numpy: no list of rows is ever built, so a million samples leave no heap of freed
+    tuples behind. ``execute``: `sqlite3.Connection.execute` inside one read transaction.
     """
     import numpy as np
 
-    packed = (f"(epoch << 8) | ({_status_code(statuses)} << 2) | "
-              "CASE missing_field WHEN 0 THEN 0 WHEN 1 THEN 1 ELSE 2 END")
-    rows = read(f"SELECT sample_index, {packed} FROM samples INDEXED BY samples_lean "
-                "WHERE run_id = ? AND task_id = ? AND model = ? ORDER BY sample_index, epoch", (run_id, task_id, model))
-    keys = np.array(rows, dtype="int64").reshape(len(rows), 2)
-    del rows
-    index, rest = keys[:, 0].copy(), keys[:, 1]
+    index, epoch, status, flag = _keys(execute, (run_id, task_id, model), _status_code(statuses))
+    out: dict[str, np.ndarray] = {"sample_index": index, "epoch": epoch, "status": status, "missing_field": flag}
+    n = len(index)
+    series = dict(execute("SELECT metric, id FROM score_series WHERE run_id = ? AND task_id = ? AND model = ?",
+                          (run_id, task_id, model)))
+    for metric in metrics:
+        sid = series.get(metric)
+        column = None
+        if sid is not None:
+            column = np.fromiter(chain.from_iterable(execute(
+                "SELECT value FROM scores WHERE series = ? ORDER BY sample_index, epoch", (sid,))), dtype="float64")
+            if len(column) != n:  # not every sample has this metric: place each by its key
+                found = np.fromiter(chain.from_iterable(execute(
+                    "SELECT sample_index, epoch FROM scores WHERE series = ? ORDER BY sample_index, epoch", (sid,))),
+                    dtype="int64").reshape(-1, 2)
+                at, ok = _positions(index, epoch, found[:, 0], found[:, 1])
+                placed = np.full(n, np.nan)
+                placed[at[ok]] = column[ok]
+                column = placed
+        out[f"score:{metric}"] = np.full(n, np.nan) if column is None else column
+    return out
+
+
+_WHERE = "FROM samples s INDEXED BY samples_lean WHERE s.run_id = ? AND s.task_id = ? AND s.model = ?"
+_FLAG = "CASE s.missing_field WHEN 0 THEN 0 WHEN 1 THEN 1 ELSE 2 END"
+
+
+def _keys(execute: Any, where: tuple[str, str, str], status_sql: str) -> tuple[np.ndarray, ...]:
+    """(sample_index, epoch, status code, missing-field flag) of one (task, model), sorted by key.
+
+    Each sample is one integer, ``index << 24 | epoch << 8 | status << 2 | flag``, and SQLite
+    joins them into one comma-separated string that numpy parses in C: a Python object per
+    run, not per sample (integers, so the text is exact; sorted after parsing, so the order
+    SQLite concatenates in does not matter). A run whose keys do not fit (an epoch >= 2**16,
+    an index >= 2**39) is read a row a sample instead.
+    """
+    import numpy as np
+
+    status = status_sql
+    text, n, top_epoch, top_index = execute(
+        f"SELECT group_concat((s.sample_index << 24) | (s.epoch << 8) | ({status} << 2) | {_FLAG}), count(*), "
+        f"max(s.epoch), max(s.sample_index) {_WHERE}", where).fetchone()
+    if n and (top_epoch >= 1 << 16 or top_index >= 1 << 39):
+        rows = execute(f"SELECT s.sample_index, (s.epoch << 8) | ({status} << 2) | {_FLAG} {_WHERE} "
+                       "ORDER BY s.sample_index, s.epoch", where)
+        keys = np.fromiter(chain.from_iterable(rows), dtype="int64").reshape(-1, 2)
+        index, rest = keys[:, 0].copy(), keys[:, 1]
+    else:
+        packed = np.sort(np.fromstring(text or "", dtype=np.int64, sep=","))
+        if len(packed) != n:
+            raise RuntimeError(f"read {len(packed)} sample keys of {n}")  # not expected: the text is ours
+        index, rest = packed >> 24, packed & ((1 << 24) - 1)
     flag = (rest & 3).astype("float64")
     flag[flag == 2] = np.nan
-    out: dict[str, np.ndarray] = {"sample_index": index, "epoch": rest >> 8,
-                                  "status": ((rest >> 2) & 63).astype("int32"), "missing_field": flag}
-    n = len(index)
-    series = dict(read("SELECT metric, id FROM score_series WHERE run_id = ? AND task_id = ? AND model = ?",
-                       (run_id, task_id, model)))
-    for metric in metrics:
-        column = np.full(n, np.nan)
-        sid = series.get(metric)
-        if sid is not None:
-            values = read("SELECT value FROM scores WHERE series = ? ORDER BY sample_index, epoch", (sid,))
-            if len(values) == n:  # every sample has this metric: the rows line up with the keys
-                column = np.array(values, dtype="float64").reshape(n)
-            elif values:
-                found = np.array(read("SELECT sample_index, epoch, value FROM scores WHERE series = ? "
-                                      "ORDER BY sample_index, epoch", (sid,)), dtype="float64")
-                at, ok = _positions(index, out["epoch"], found[:, 0], found[:, 1])
-                column[at[ok]] = found[ok, 2]
-        out[f"score:{metric}"] = column
-    return out
+    return index, rest >> 8, ((rest >> 2) & 63).astype("int32"), flag
 
 
 def _positions(index: np.ndarray, epoch: np.ndarray, their_index: np.ndarray,
@@ -158,7 +187,7 @@ def _positions(index: np.ndarray, epoch: np.ndarray, their_index: np.ndarray,
 
     width = int(max(epoch.max(initial=0), their_epoch.max(initial=0))) + 1
     mine = index * width + epoch
-    theirs = their_index.astype("int64") * width + their_epoch.astype("int64")
+    theirs = their_index * width + their_epoch
     at = np.minimum(np.searchsorted(mine, theirs), max(len(mine) - 1, 0))
     ok = mine[at] == theirs if len(mine) else np.zeros(len(theirs), dtype=bool)
     return at, ok

@@ -25,7 +25,7 @@ from evalnb.redaction import Redactor
 from evalnb.store._keys import canonical_json
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
-from evalnb.store._schema import connect, ensure_schema
+from evalnb.store._schema import WRITER_MMAP_BYTES, connect, ensure_schema
 from evalnb.store._scores import lean_arrays, series_firsts
 from evalnb.store._writer import StoreWriter
 
@@ -54,7 +54,7 @@ class Store(RunRecords, GradeReuse):
         self._lock = threading.RLock()
         self._redactor = Redactor()  # shared with this store's writers
         self._encoder = SampleEncoder(self._redactor)
-        self._conn = self._connect()
+        self._conn = connect(self.path, timeout=self._timeout)  # no memory map: see WRITER_MMAP_BYTES
         try:
             self.schema_version = ensure_schema(self._conn)
         except BaseException:
@@ -65,7 +65,7 @@ class Store(RunRecords, GradeReuse):
         self._finalizer = weakref.finalize(self, self._conn.close)
 
     def _connect(self):  # noqa: ANN202 - sqlite3.Connection, used by StoreWriter
-        return connect(self.path, timeout=self._timeout)
+        return connect(self.path, timeout=self._timeout, mmap_bytes=WRITER_MMAP_BYTES)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -273,9 +273,15 @@ class Store(RunRecords, GradeReuse):
             rows = self._rows(base + later + order, (*params, *rows[-1][:len(keys)], batch_size))
 
     def sample_groups(self, run_id: str) -> list[tuple[str, str]]:
-        """The (task_id, model) pairs a run has samples for, in key order (from the key index)."""
-        return [tuple(r) for r in self._rows(
-            "SELECT DISTINCT task_id, model FROM samples WHERE run_id = ? ORDER BY task_id, model", (run_id,))]
+        """The (task_id, model) pairs a run has samples for, in key order: one seek in the key
+        index per pair (the next pair after the last one found), not a walk over every sample."""
+        found: list[tuple[str, str]] = []
+        sql = "SELECT task_id, model FROM samples WHERE run_id = ? {} ORDER BY task_id, model LIMIT 1"
+        row = self._rows(sql.format(""), (run_id,))
+        while row:
+            found.append(tuple(row[0]))
+            row = self._rows(sql.format("AND (task_id, model) > (?, ?)"), (run_id, *row[0]))
+        return found
 
     def score_keys(self, run_id: str) -> dict[str, list[str]]:
         """task -> the score keys its samples carry, in order of first appearance (samples in key
@@ -312,7 +318,7 @@ class Store(RunRecords, GradeReuse):
             self._check_open()
             self._conn.execute("BEGIN")  # one snapshot: keys and scores of the same samples
             try:
-                return lean_arrays(self._rows, run_id, task_id, model, list(metrics), SAMPLE_STATUSES)
+                return lean_arrays(self._conn.execute, run_id, task_id, model, list(metrics), SAMPLE_STATUSES)
             finally:
                 self._conn.execute("COMMIT")
 
