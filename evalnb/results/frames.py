@@ -9,7 +9,7 @@ summarize, scores, paired, diff), at ~50 bytes a sample instead of the samples f
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -139,14 +139,16 @@ def _add_costs(frame: pd.DataFrame, cols: Mapping[str, list[Any]],
     frame["_cached_input"] = [(_tokens(u, "cached_input_tokens") or 0) if u is not None else 0 for u in cols["usage"]]
 
 
-def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None
+def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None,
+               order: Callable[[list[tuple[str, str]]], list[tuple[str, str]]] | None = None,
                ) -> tuple["pd.DataFrame", dict[str, str], dict[str, list[str]]]:
-    """(frame, metric id -> column, task -> score keys found) of a stored run, in the store's order.
+    """(frame, metric id -> column, task -> score keys found) of a stored run.
 
     Keys, status, ``missing_field`` (1.0 when the sample's prompt named a field its row lacks,
     NaN when not recorded) and one float column per metric, read one (task, model) at a time as
     numpy columns (`Store.lean_arrays`: the `scores` table and a covering index): no sample's
-    scores or dataset row is decoded in Python.
+    scores or dataset row is decoded in Python. Rows come by (task, model) in the store's key
+    order, or as ``order`` arranges those pairs, then by item and epoch.
     """
     import numpy as np
     import pandas as pd
@@ -155,25 +157,30 @@ def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None
 
     keys_by_task = store.score_keys(run_id)
     columns = metric_columns(manifest, keys_by_task)
+    groups = store.sample_groups(run_id)  # names not read per row
     parts: dict[str, list[np.ndarray]] = {}
-    names: dict[str, list[tuple[str, int]]] = {"task_id": [], "model": []}  # (name, how many rows)
-    for task, model in store.sample_groups(run_id):  # key order; names not read per row
+    counts: list[int] = []
+    for task, model in groups if order is None else order(groups):
         arrays = store.lean_arrays(run_id, task, model, list(columns))
-        n = len(arrays["sample_index"])
-        names["task_id"].append((task, n))
-        names["model"].append((model, n))
+        counts.append(len(arrays["sample_index"]))
         for name, values in arrays.items():
             parts.setdefault(name, []).append(values)
-    n = sum(count for _, count in names["task_id"])
-    data: dict[str, Any] = {}
-    for k, runs in names.items():  # one shared str object per name
-        data[k] = np.repeat(np.array([name for name, _ in runs], dtype=object), [count for _, count in runs])
-    joined = {k: np.concatenate(v) for k, v in parts.items()}
+    ordered = groups if order is None else order(groups)
+    n = sum(counts)
+
+    def joined(name: str, dtype: str) -> np.ndarray:  # each field's pages dropped once joined
+        found = parts.pop(name, None)
+        return np.concatenate(found) if found else np.full(n, np.nan) if dtype == "float64" else np.array([], dtype)
+
     statuses = np.array([*SAMPLE_STATUSES, None], dtype=object)
-    data["sample_index"] = joined.get("sample_index", np.array([], dtype="int64"))
-    data["epoch"] = joined.get("epoch", np.array([], dtype="int64"))
-    data["status"] = statuses[joined["status"]] if "status" in joined else np.array([], dtype=object)
-    data["missing_field"] = joined.get("missing_field", np.array([], dtype="float64"))
+    data: dict[str, Any] = {  # one shared str object per name
+        "task_id": np.repeat(np.array([t for t, _ in ordered], dtype=object), counts),
+        "model": np.repeat(np.array([m for _, m in ordered], dtype=object), counts),
+        "sample_index": joined("sample_index", "int64"),
+        "epoch": joined("epoch", "int64"),
+        "status": statuses[joined("status", "int32")],
+        "missing_field": joined("missing_field", "float64"),
+    }
     for metric, column in columns.items():
-        data[column] = joined.get(f"score:{metric}", np.full(n, np.nan))
-    return pd.DataFrame(data), columns, keys_by_task
+        data[column] = joined(f"score:{metric}", "float64")
+    return pd.DataFrame(data, copy=False), columns, keys_by_task
