@@ -32,15 +32,22 @@ _VALUE = ("CASE j.type WHEN 'integer' THEN j.value WHEN 'real' THEN j.value WHEN
 
 def _refill(row: str) -> str:
     """Trigger body: drop the sample's score rows (every series of its run, task and model; an
-    INSERT OR REPLACE removes the old row without a delete trigger) and write its new ones."""
+    INSERT OR REPLACE removes the old row without a delete trigger) and write its new ones.
+
+    No ``OR IGNORE`` here: a trigger's statements take the conflict policy of the statement that
+    fired it, so under a copy's INSERT OR REPLACE an ignored series would be replaced (a new id,
+    its rows orphaned); existence is tested instead.
+    """
     obj = _OBJECT.format(s=f"{row}.scores")
     return (
         f"DELETE FROM scores WHERE series IN (SELECT id FROM score_series WHERE run_id = {row}.run_id "
         f"AND task_id = {row}.task_id AND model = {row}.model) AND sample_index = {row}.sample_index "
         f"AND epoch = {row}.epoch; "
-        f"INSERT OR IGNORE INTO score_series (run_id, task_id, model, metric) "
-        f"SELECT {row}.run_id, {row}.task_id, {row}.model, j.key FROM json_each({obj}) j; "
-        f"INSERT OR IGNORE INTO scores (series, sample_index, epoch, value) "
+        f"INSERT INTO score_series (run_id, task_id, model, metric) "
+        f"SELECT {row}.run_id, {row}.task_id, {row}.model, j.key FROM json_each({obj}) j "
+        f"WHERE NOT EXISTS (SELECT 1 FROM score_series WHERE run_id = {row}.run_id AND task_id = {row}.task_id "
+        f"AND model = {row}.model AND metric = j.key); "
+        f"INSERT INTO scores (series, sample_index, epoch, value) "
         f"SELECT ss.id, {row}.sample_index, {row}.epoch, {_VALUE} FROM json_each({obj}) j "
         f"JOIN score_series ss ON ss.run_id = {row}.run_id AND ss.task_id = {row}.task_id "
         f"AND ss.model = {row}.model AND ss.metric = j.key; "
