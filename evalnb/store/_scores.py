@@ -30,19 +30,17 @@ _VALUE = ("CASE j.type WHEN 'integer' THEN j.value WHEN 'real' THEN j.value WHEN
           "WHEN 'false' THEN 0.0 END")
 
 
-def _refill(row: str) -> str:
-    """Trigger body: drop the sample's score rows (every series of its run, task and model; an
-    INSERT OR REPLACE removes the old row without a delete trigger) and write its new ones.
+def _fill(row: str) -> str:
+    """Trigger body: write a sample's score rows (its series first, when new).
 
     No ``OR IGNORE`` here: a trigger's statements take the conflict policy of the statement that
-    fired it, so under a copy's INSERT OR REPLACE an ignored series would be replaced (a new id,
-    its rows orphaned); existence is tested instead.
+    fired it, so under an INSERT OR REPLACE an ignored series would be replaced (a new id, its
+    rows orphaned); existence is tested instead. Samples are never written with INSERT OR
+    REPLACE (which drops the old row without a delete trigger): the copy from an earlier run
+    is an UPSERT, so a re-written sample goes through the update trigger.
     """
     obj = _OBJECT.format(s=f"{row}.scores")
     return (
-        f"DELETE FROM scores WHERE series IN (SELECT id FROM score_series WHERE run_id = {row}.run_id "
-        f"AND task_id = {row}.task_id AND model = {row}.model) AND sample_index = {row}.sample_index "
-        f"AND epoch = {row}.epoch; "
         f"INSERT INTO score_series (run_id, task_id, model, metric) "
         f"SELECT {row}.run_id, {row}.task_id, {row}.model, j.key FROM json_each({obj}) j "
         f"WHERE NOT EXISTS (SELECT 1 FROM score_series WHERE run_id = {row}.run_id AND task_id = {row}.task_id "
@@ -52,6 +50,13 @@ def _refill(row: str) -> str:
         f"JOIN score_series ss ON ss.run_id = {row}.run_id AND ss.task_id = {row}.task_id "
         f"AND ss.model = {row}.model AND ss.metric = j.key; "
     )
+
+
+def _drop(row: str) -> str:
+    """Trigger body: drop a sample's score rows (in every series of its run, task and model)."""
+    return (f"DELETE FROM scores WHERE series IN (SELECT id FROM score_series WHERE run_id = {row}.run_id "
+            f"AND task_id = {row}.task_id AND model = {row}.model) AND sample_index = {row}.sample_index "
+            f"AND epoch = {row}.epoch; ")
 
 
 DDL = [
@@ -68,14 +73,14 @@ DDL = [
         epoch INTEGER NOT NULL,
         value REAL,
         PRIMARY KEY (series, sample_index, epoch)) WITHOUT ROWID""",
-    # keys, status and flag of a (run, task, model) in key order without touching the wide rows
-    "CREATE INDEX samples_lean ON samples (run_id, task_id, model, sample_index, epoch, status, missing_field)",
-    f"CREATE TRIGGER samples_scores_insert AFTER INSERT ON samples BEGIN {_refill('NEW')}END",
+    # the samples whose missing-field flag is set or not recorded (few): the keys and status come
+    # from samples_by_status, so no index on every sample is added to the writer's work
+    "CREATE INDEX samples_flagged ON samples (run_id, task_id, model, sample_index, epoch, missing_field) "
+    "WHERE missing_field IS NOT 0",
+    f"CREATE TRIGGER samples_scores_insert AFTER INSERT ON samples BEGIN {_fill('NEW')}END",
     "CREATE TRIGGER samples_scores_update AFTER UPDATE OF scores ON samples "
-    f"WHEN OLD.scores IS NOT NEW.scores BEGIN {_refill('NEW')}END",
-    "CREATE TRIGGER samples_scores_delete AFTER DELETE ON samples BEGIN "
-    "DELETE FROM scores WHERE series IN (SELECT id FROM score_series WHERE run_id = OLD.run_id "
-    "AND task_id = OLD.task_id AND model = OLD.model) AND sample_index = OLD.sample_index AND epoch = OLD.epoch; END",
+    f"WHEN OLD.scores IS NOT NEW.scores BEGIN {_drop('OLD')}{_fill('NEW')}END",
+    f"CREATE TRIGGER samples_scores_delete AFTER DELETE ON samples BEGIN {_drop('OLD')}END",
 ]
 
 
@@ -110,12 +115,6 @@ def series_firsts(read: Any, run_id: str) -> list[tuple[str, str, str, int, int]
     return [row for row in rows if row[3] is not None]
 
 
-# `lean_arrays`: status as its position in SAMPLE_STATUSES, the missing-field flag as 0/1/2 (NULL)
-def _status_code(statuses: tuple[str, ...]) -> str:
-    cases = " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(statuses))
-    return f"(CASE s.status {cases} ELSE {len(statuses)} END)"
-
-
 def lean_arrays(execute: Any, run_id: str, task_id: str, model: str, metrics: list[str],
                 statuses: tuple[str, ...]) -> dict[str, np.ndarray]:
     """One (task, model)'s samples as numpy columns, in (sample_index, epoch) order.
@@ -129,7 +128,7 @@ def lean_arrays(execute: Any, run_id: str, task_id: str, model: str, metrics: li
     """
     import numpy as np
 
-    index, epoch, status, flag = _keys(execute, (run_id, task_id, model), _status_code(statuses))
+    index, epoch, status, flag = _keys(execute, (run_id, task_id, model), statuses)
     out: dict[str, np.ndarray] = {"sample_index": index, "epoch": epoch, "status": status, "missing_field": flag}
     n = len(index)
     series = dict(execute("SELECT metric, id FROM score_series WHERE run_id = ? AND task_id = ? AND model = ?",
@@ -152,38 +151,54 @@ def lean_arrays(execute: Any, run_id: str, task_id: str, model: str, metrics: li
     return out
 
 
-_WHERE = "FROM samples s INDEXED BY samples_lean WHERE s.run_id = ? AND s.task_id = ? AND s.model = ?"
-_FLAG = "CASE s.missing_field WHEN 0 THEN 0 WHEN 1 THEN 1 ELSE 2 END"
-
-
-def _keys(execute: Any, where: tuple[str, str, str], status_sql: str) -> tuple[np.ndarray, ...]:
+def _keys(execute: Any, where: tuple[str, str, str], statuses: tuple[str, ...]) -> tuple[np.ndarray, ...]:
     """(sample_index, epoch, status code, missing-field flag) of one (task, model), sorted by key.
 
-    Each sample is one integer, ``index << 24 | epoch << 8 | status << 2 | flag``, and SQLite
-    joins them into one comma-separated string that numpy parses in C: a Python object per
-    run, not per sample (integers, so the text is exact; sorted after parsing, so the order
-    SQLite concatenates in does not matter). A run whose keys do not fit (an epoch >= 2**16,
-    an index >= 2**39) is read a row a sample instead.
+    The keys and status come from the `samples_by_status` index (one range per status), the
+    flag from the small `samples_flagged` index (0 for every sample not in it). Each sample is
+    one integer, ``index << 24 | epoch << 8 | status << 2 | flag``, and SQLite joins them into
+    one comma-separated string that numpy parses in C: a Python object per (task, model), not
+    per sample (integers, so the text is exact; sorted after parsing, so the order SQLite
+    concatenates in does not matter). Keys that do not fit (an epoch >= 2**16, an index >=
+    2**39) are read a row a sample instead.
     """
     import numpy as np
 
-    status = status_sql
+    marks = ", ".join("?" * len(statuses))
+    code = "CASE status " + " ".join(f"WHEN ? THEN {i}" for i in range(len(statuses))) + " END"
+    by_status = (f"FROM samples INDEXED BY samples_by_status WHERE run_id = ? AND status IN ({marks}) "
+                 "AND task_id = ? AND model = ?")
+    flagged = ("FROM samples INDEXED BY samples_flagged WHERE run_id = ? AND task_id = ? AND model = ? "
+               "AND missing_field IS NOT 0")
+    status_params = (*statuses, where[0], *statuses, *where[1:])
     text, n, top_epoch, top_index = execute(
-        f"SELECT group_concat((s.sample_index << 24) | (s.epoch << 8) | ({status} << 2) | {_FLAG}), count(*), "
-        f"max(s.epoch), max(s.sample_index) {_WHERE}", where).fetchone()
+        f"SELECT group_concat((sample_index << 24) | (epoch << 8) | (({code}) << 2)), count(*), max(epoch), "
+        f"max(sample_index) {by_status}", status_params).fetchone()
+    flag_sql = "CASE missing_field WHEN 1 THEN 1 ELSE 2 END"
     if n and (top_epoch >= 1 << 16 or top_index >= 1 << 39):
-        rows = execute(f"SELECT s.sample_index, (s.epoch << 8) | ({status} << 2) | {_FLAG} {_WHERE} "
-                       "ORDER BY s.sample_index, s.epoch", where)
-        keys = np.fromiter(chain.from_iterable(rows), dtype="int64").reshape(-1, 2)
-        index, rest = keys[:, 0].copy(), keys[:, 1]
+        rows = execute(f"SELECT sample_index, epoch, {code} {by_status} ORDER BY sample_index, epoch", status_params)
+        keys = np.fromiter(chain.from_iterable(rows), dtype="int64").reshape(-1, 3)
+        index, epoch, status = keys[:, 0].copy(), keys[:, 1].copy(), keys[:, 2].astype("int32")
+        flags = np.fromiter(chain.from_iterable(execute(
+            f"SELECT sample_index, epoch, {flag_sql} {flagged}", where)), dtype="int64").reshape(-1, 3)
+        at, ok = _positions(index, epoch, flags[:, 0], flags[:, 1])
+        flag = np.zeros(len(index))
+        flag[at[ok]] = flags[ok, 2]
     else:
         packed = np.sort(np.fromstring(text or "", dtype=np.int64, sep=","))
         if len(packed) != n:
             raise RuntimeError(f"read {len(packed)} sample keys of {n}")  # not expected: the text is ours
-        index, rest = packed >> 24, packed & ((1 << 24) - 1)
-    flag = (rest & 3).astype("float64")
+        (marked,) = execute(f"SELECT group_concat((sample_index << 24) | (epoch << 8) | {flag_sql}) {flagged}",
+                            where).fetchone()
+        marked = np.fromstring(marked or "", dtype=np.int64, sep=",")
+        key = packed >> 8
+        at = np.minimum(np.searchsorted(key, marked >> 8), max(len(key) - 1, 0))
+        ok = key[at] == (marked >> 8) if len(key) else np.zeros(len(marked), dtype=bool)
+        packed[at[ok]] |= marked[ok] & 3
+        index, epoch, status = packed >> 24, (packed >> 8) & 0xFFFF, ((packed >> 2) & 63).astype("int32")
+        flag = (packed & 3).astype("float64")
     flag[flag == 2] = np.nan
-    return index, rest >> 8, ((rest >> 2) & 63).astype("int32"), flag
+    return index, epoch, status, flag
 
 
 def _positions(index: np.ndarray, epoch: np.ndarray, their_index: np.ndarray,
