@@ -288,7 +288,10 @@ class Store(RunRecords, GradeReuse):
         order, keys in each sample's order), from the `scores` table (no sample's JSON read but
         the first one of a key, for its place among the keys of that sample)."""
         firsts: dict[str, dict[str, tuple[Any, ...]]] = {}
-        for task, metric, model, index, epoch in series_firsts(self._rows, run_id):
+        with self._lock:
+            self._check_open()
+            found_rows = series_firsts(self._conn.execute, run_id)
+        for task, model, metric, index, epoch in found_rows:
             here = (model, index, epoch)
             seen = firsts.setdefault(task, {})
             if metric not in seen or here < seen[metric]:

@@ -46,18 +46,16 @@ def expected_scores(store: Store, run_id: str) -> dict[tuple, float | None]:
 
 
 def table_scores(store: Store, run_id: str) -> dict[tuple, float | None]:
-    rows = store._rows(
-        "SELECT ss.task_id, ss.model, s.sample_index, s.epoch, ss.metric, s.value FROM scores s "
-        "JOIN score_series ss ON ss.id = s.series WHERE ss.run_id = ?", (run_id,))
+    rows = store._rows("SELECT task_id, model, sample_index, epoch, metric, value FROM scores WHERE run_id = ?",
+                       (run_id,))
     return {tuple(r[:5]): r[5] for r in rows}
 
 
 def orphans(store: Store) -> int:
-    """Score rows whose sample or series is gone (the triggers should leave none)."""
+    """Score rows whose sample is gone (the triggers should leave none)."""
     return store._rows(
-        "SELECT count(*) FROM scores s LEFT JOIN score_series ss ON ss.id = s.series LEFT JOIN samples x "
-        "ON x.run_id = ss.run_id AND x.task_id = ss.task_id AND x.model = ss.model "
-        "AND x.sample_index = s.sample_index AND x.epoch = s.epoch WHERE x.run_id IS NULL")[0][0]
+        "SELECT count(*) FROM scores s LEFT JOIN samples x ON x.run_id = s.run_id AND x.task_id = s.task_id "
+        "AND x.model = s.model AND x.sample_index = s.sample_index AND x.epoch = s.epoch WHERE x.run_id IS NULL")[0][0]
 
 
 def random_score(rng: random.Random):
@@ -167,11 +165,9 @@ def test_retry_resume_and_copy_keep_the_scores_in_step(store):
     assert_same_as_json(store, run_id)
     assert_same_as_json(store, first)
     assert orphans(store) == 0
-    series = store._rows("SELECT count(*) FROM score_series WHERE run_id = ?", (run_id,))[0][0]
-    assert series > 0
+    assert store._rows("SELECT count(*) FROM scores WHERE run_id = ?", (run_id,))[0][0] > 0
     store.delete_run(run_id)
     assert table_scores(store, run_id) == {}
-    assert store._rows("SELECT count(*) FROM score_series WHERE run_id = ?", (run_id,))[0][0] == 0
     assert_same_as_json(store, first)  # the other run untouched
     assert orphans(store) == 0
 
