@@ -91,18 +91,40 @@ def delete_run_scores(conn: sqlite3.Connection, run_id: str) -> None:
     conn.execute("DELETE FROM scores WHERE run_id = ?", (run_id,))
 
 
+def distinct_keys(execute: Any, table: str, run_id: str, columns: tuple[str, ...],
+                  extra: tuple[str, ...] = ()) -> list[tuple[Any, ...]]:
+    """The distinct values of ``columns`` (a prefix of ``table``'s key after run_id) of a run, in
+    key order, each with the ``extra`` columns of its first row: one index seek per value found
+    (the next one after the last, found column by column, as SQLite seeks a row-value range on
+    its first column only), not a walk over every row."""
+    found: list[tuple[Any, ...]] = []
+    select = ", ".join(columns + extra)
+    order = ", ".join(columns + extra)
+
+    def first(depth: int, after: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+        where, params = ["run_id = ?"], [run_id]
+        if after is not None:  # same first `depth` columns, a later one at `depth`
+            where += [f"{c} = ?" for c in columns[:depth]] + [f"{columns[depth]} > ?"]
+            params += [*after[:depth + 1]]
+        row = execute(f"SELECT {select} FROM {table} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT 1",
+                      params).fetchone()
+        return None if row is None else tuple(row)
+
+    row = first(0, None)
+    while row is not None:
+        found.append(row)
+        row = None
+        for depth in reversed(range(len(columns))):  # the next value of the last column, else of the one before
+            row = first(depth, found[-1])
+            if row is not None:
+                break
+    return found
+
+
 def series_firsts(execute: Any, run_id: str) -> list[tuple[str, str, str, int, int]]:
     """(task, model, metric, item, epoch) of the first score row of every (task, model, metric)
-    of a run, in key order: one seek per metric (the next key after the last one found), not a
-    walk over every score. What `Store.score_keys` orders keys by."""
-    found: list[tuple[str, str, str, int, int]] = []
-    sql = ("SELECT task_id, model, metric, sample_index, epoch FROM scores WHERE run_id = ? {} "
-           "ORDER BY task_id, model, metric, sample_index, epoch LIMIT 1")
-    row = execute(sql.format(""), (run_id,)).fetchone()
-    while row:
-        found.append(tuple(row))
-        row = execute(sql.format("AND (task_id, model, metric) > (?, ?, ?)"), (run_id, *row[:3])).fetchone()
-    return found
+    of a run, in key order: what `Store.score_keys` orders keys by."""
+    return distinct_keys(execute, "scores", run_id, ("task_id", "model", "metric"), ("sample_index", "epoch"))
 
 
 _METRIC = "FROM scores WHERE run_id = ? AND task_id = ? AND model = ? AND metric = ?"

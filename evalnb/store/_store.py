@@ -26,7 +26,7 @@ from evalnb.store._keys import canonical_json
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
 from evalnb.store._schema import WRITER_MMAP_BYTES, connect, ensure_schema
-from evalnb.store._scores import lean_arrays, series_firsts
+from evalnb.store._scores import distinct_keys, lean_arrays, series_firsts
 from evalnb.store._writer import StoreWriter
 
 SCORE_PREFIX = "score:"  # `column_pages` field "score:<metric id>": one score, read by SQLite
@@ -275,13 +275,9 @@ class Store(RunRecords, GradeReuse):
     def sample_groups(self, run_id: str) -> list[tuple[str, str]]:
         """The (task_id, model) pairs a run has samples for, in key order: one seek in the key
         index per pair (the next pair after the last one found), not a walk over every sample."""
-        found: list[tuple[str, str]] = []
-        sql = "SELECT task_id, model FROM samples WHERE run_id = ? {} ORDER BY task_id, model LIMIT 1"
-        row = self._rows(sql.format(""), (run_id,))
-        while row:
-            found.append(tuple(row[0]))
-            row = self._rows(sql.format("AND (task_id, model) > (?, ?)"), (run_id, *row[0]))
-        return found
+        with self._lock:
+            self._check_open()
+            return distinct_keys(self._conn.execute, "samples", run_id, ("task_id", "model"))
 
     def score_keys(self, run_id: str) -> dict[str, list[str]]:
         """task -> the score keys its samples carry, in order of first appearance (samples in key
