@@ -172,15 +172,34 @@ def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None,
         found = parts.pop(name, None)
         return np.concatenate(found) if found else np.full(n, np.nan) if dtype == "float64" else np.array([], dtype)
 
-    statuses = np.array([*SAMPLE_STATUSES, None], dtype=object)
-    data: dict[str, Any] = {  # one shared str object per name
-        "task_id": np.repeat(np.array([t for t, _ in ordered], dtype=object), counts),
-        "model": np.repeat(np.array([m for _, m in ordered], dtype=object), counts),
+    groups_codes = np.repeat(np.arange(len(ordered), dtype="int32"), counts)
+    data: dict[str, Any] = {
+        "task_id": _strings([t for t, _ in ordered], groups_codes),
+        "model": _strings([m for _, m in ordered], groups_codes),
         "sample_index": joined("sample_index", "int64"),
         "epoch": joined("epoch", "int64"),
-        "status": statuses[joined("status", "int32")],
+        "status": _strings(list(SAMPLE_STATUSES), joined("status", "int32")),
         "missing_field": joined("missing_field", "float64"),
     }
     for metric, column in columns.items():
         data[column] = joined(f"score:{metric}", "float64")
     return pd.DataFrame(data, copy=False), columns, keys_by_task
+
+
+def _strings(names: list[str], codes: Any) -> Any:
+    """``names[codes]`` as the column pandas would make of those strings, built from the codes.
+
+    With pandas' pyarrow-backed ``str`` dtype the column is made in Arrow from a dictionary
+    (names + codes) instead of converting a million Python strings one by one; otherwise (or
+    for a code past the names) it is the object array pandas infers from.
+    """
+    import numpy as np
+    import pandas as pd
+
+    dtype = pd.Series(["x"]).dtype
+    if getattr(dtype, "storage", None) == "pyarrow" and (len(codes) == 0 or int(codes.max()) < len(names)):
+        import pyarrow as pa
+
+        column = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(names, pa.large_string()))
+        return pd.array(column.cast(pa.large_string()), dtype=dtype)
+    return np.array([*names, None], dtype=object)[np.minimum(codes, len(names))]
