@@ -34,13 +34,13 @@ _VALUE = ("CASE j.type WHEN 'integer' THEN j.value WHEN 'real' THEN j.value WHEN
 def _fill(row: str) -> str:
     """Trigger body: write a sample's score rows.
 
-    Plain INSERT, no conflict clause: a trigger's statements take the conflict policy of the
-    statement that fired it. Samples are never written with INSERT OR REPLACE (which drops
-    the old row without a delete trigger): the copy from an earlier run is an UPSERT, so a
-    re-written sample goes through the update trigger.
+    OR IGNORE: a key twice in one object (``{1: .., "1": ..}`` encodes so) keeps its first value,
+    as `json_extract` does. Samples are never written with INSERT OR REPLACE (which drops the
+    old row without a delete trigger, and whose policy a trigger's statements would take): the
+    copy from an earlier run is an UPSERT, so a re-written sample goes through the update trigger.
     """
     obj = _OBJECT.format(s=f"{row}.scores")
-    return (f"INSERT INTO scores (run_id, task_id, model, metric, sample_index, epoch, value) "
+    return (f"INSERT OR IGNORE INTO scores (run_id, task_id, model, metric, sample_index, epoch, value) "
             f"SELECT {row}.run_id, {row}.task_id, {row}.model, j.key, {row}.sample_index, {row}.epoch, {_VALUE} "
             f"FROM json_each({obj}) j; ")
 

@@ -211,3 +211,14 @@ def test_keys_too_wide_to_pack_and_metrics_some_samples_lack(store):
     assert np.isnan(arrays["score:absent"]).all() and len(arrays["score:absent"]) == 13
     assert [SAMPLE_STATUSES[c] for c in arrays["status"]] == ["failed"] + ["completed"] * 12
     assert_same_as_json(store, run_id)
+
+
+def test_a_key_twice_in_one_sample_keeps_the_value_json_extract_reads(store):
+    run_id = store.create_run("v1", models=MODELS)
+    store.write_samples([{"task_id": "qa", "model": "m1", "sample_index": 0, "status": "completed",
+                          "scores": {1: 0.5, "1": 0.75}}], run_id=run_id)  # both encode as "1"
+    (extracted,) = store._rows("SELECT json_extract(scores, '$.\"1\"') FROM samples WHERE run_id = ?", (run_id,))[0]
+    assert table_scores(store, run_id) == {("qa", "m1", 0, 0, "1"): extracted}
+    store.write_samples([{"task_id": "qa", "model": "m1", "sample_index": 0, "status": "completed",
+                          "scores": {"1": 0.25}}], run_id=run_id)  # re-graded: the pair goes, one row stays
+    assert table_scores(store, run_id) == {("qa", "m1", 0, 0, "1"): 0.25}
