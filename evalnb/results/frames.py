@@ -2,8 +2,9 @@
 
 `samples_frame` turns sample columns (the store's shape) into the `samples` DataFrame, one row
 per sample with every text. `lean_frame` reads only the keys, status and scores of a stored
-run, a page at a time, into one float column per metric: what every summary needs (metrics,
-summarize, scores, paired, diff), at ~50 bytes a sample instead of the samples frame's ~1.5 kB.
+run, one (task, model) at a time as numpy arrays (`Store.lean_arrays`), into one float column
+per metric: what every summary needs (metrics, summarize, scores, paired, diff), at ~50 bytes
+a sample instead of the samples frame's ~1.5 kB.
 """
 
 from __future__ import annotations
