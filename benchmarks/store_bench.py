@@ -25,6 +25,7 @@ from evalnb.store import Store, request_key  # noqa: E402
 
 TASKS = 5
 MODELS = 4
+FLAG = False  # --missing-field: samples carry the flag, as the runner's always do
 WORDS = "the of and to in is was for on that with as by at from his her an were are which this be".split()
 
 
@@ -53,6 +54,7 @@ def make_samples(n: int, seed: int = 0) -> tuple[list[dict], list[str]]:
                         "judge": None, "error": None, "latency_s": rng.random(),
                         "usage": {"input_tokens": 400, "output_tokens": 70}, "response_id": f"resp_{m}_{t}_{i}",
                         "dataset_row": row, "request_key": key, "grader_key": "g" * 16,
+                        **({"missing_field": False} if FLAG else {}),
                     }
                 )
     return samples, keys
@@ -115,7 +117,11 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", help="folder to keep the database in")
+    parser.add_argument("--missing-field", action="store_true",
+                        help="samples carry missing_field=False, as the runner's do (a dict without it stores NULL)")
     args = parser.parse_args()
+    global FLAG
+    FLAG = args.missing_field
     folder = Path(args.keep or tempfile.mkdtemp(prefix="evalnb-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "bench.sqlite"

@@ -2,14 +2,15 @@
 
 `samples_frame` turns sample columns (the store's shape) into the `samples` DataFrame, one row
 per sample with every text. `lean_frame` reads only the keys, status and scores of a stored
-run, a page at a time, into one float column per metric: what every summary needs (metrics,
-summarize, scores, paired, diff), at ~50 bytes a sample instead of the samples frame's ~1.5 kB.
+run, one (task, model) at a time as numpy arrays (`Store.lean_arrays`), into one float column
+per metric: what every summary needs (metrics, summarize, scores, paired, diff), at ~50 bytes
+a sample instead of the samples frame's ~1.5 kB.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -139,54 +140,67 @@ def _add_costs(frame: pd.DataFrame, cols: Mapping[str, list[Any]],
     frame["_cached_input"] = [(_tokens(u, "cached_input_tokens") or 0) if u is not None else 0 for u in cols["usage"]]
 
 
-def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None
+def lean_frame(store: "Store", run_id: str, manifest: Mapping[str, Any] | None,
+               order: Callable[[list[tuple[str, str]]], list[tuple[str, str]]] | None = None,
                ) -> tuple["pd.DataFrame", dict[str, str], dict[str, list[str]]]:
-    """(frame, metric id -> column, task -> score keys found) of a stored run, in the store's order.
+    """(frame, metric id -> column, task -> score keys found) of a stored run.
 
-    Keys, status and one float column per metric, read a page at a time with every score taken
-    out of the stored JSON by SQLite (`Store.column_pages`' ``score:<id>`` fields): no sample's
-    scores or dataset row is decoded in Python. With a store that records it, the frame also
-    has ``missing_field`` (1.0 when the sample's prompt named a field its row lacks, NaN when
-    not recorded).
+    Keys, status, ``missing_field`` (1.0 when the sample's prompt named a field its row lacks,
+    NaN when not recorded) and one float column per metric, read one (task, model) at a time as
+    numpy columns (`Store.lean_arrays`: the `scores` table and a covering index): no sample's
+    scores or dataset row is decoded in Python. Rows come by (task, model) in the store's key
+    order, or as ``order`` arranges those pairs, then by item and epoch.
     """
     import numpy as np
     import pandas as pd
 
-    from evalnb.store import SAMPLE_FIELDS, SAMPLE_STATUSES
+    from evalnb.store import SAMPLE_STATUSES
 
     keys_by_task = store.score_keys(run_id)
     columns = metric_columns(manifest, keys_by_task)
-    found = list(dict.fromkeys(k for keys in keys_by_task.values() for k in keys))
-    flag = ["missing_field"] if "missing_field" in SAMPLE_FIELDS else []
-    fields = ["task_id", "model", "sample_index", "epoch", "status", *flag, *(f"score:{k}" for k in found)]
-    codes: dict[str, list[np.ndarray]] = {"task_id": [], "model": [], "status": []}
-    labels: dict[str, dict[str, int]] = {k: {} for k in codes}  # value -> code, per column
-    for s in SAMPLE_STATUSES:
-        labels["status"].setdefault(s, len(labels["status"]))
-    parts: dict[str, list[Any]] = {f: [] for f in fields[2:] if f != "status"}
-    pages = (page for task, model in store.sample_groups(run_id)  # key order; names not read per row
-             for page in store.column_pages(run_id, fields, task_id=task, model=model))
-    for page in pages:
-        for k, known in labels.items():  # strings as small codes: hashed in C, one object per value
-            page_codes, values = pd.factorize(np.asarray(page[k], dtype=object))
-            to_global = np.array([known.setdefault(v, len(known)) for v in values], dtype="int32")
-            codes[k].append(to_global[page_codes] if len(values) else page_codes.astype("int32"))
-        parts["sample_index"].append(np.asarray(page["sample_index"], dtype="int64"))
-        parts["epoch"].append(np.asarray([0 if e is None else e for e in page["epoch"]], dtype="int64")
-                              if None in page["epoch"] else np.asarray(page["epoch"], dtype="int64"))
-        for f in fields[5:]:
-            parts[f].append(np.asarray(page[f], dtype="float64"))  # None -> NaN
-    data: dict[str, Any] = {}
-    for k, known in labels.items():
-        table = np.array(list(known), dtype=object)
-        data[k] = table[np.concatenate(codes[k])] if codes[k] else np.array([], dtype=object)
-    for k in ("sample_index", "epoch"):
-        data[k] = np.concatenate(parts[k]) if parts[k] else np.array([], dtype="int64")
-    data = {k: data[k] for k in ("task_id", "model", "sample_index", "epoch", "status")}
-    n = len(data["sample_index"])
-    for f in flag:
-        data[f] = np.concatenate(parts[f]) if parts[f] else np.array([], dtype="float64")
+    groups = store.sample_groups(run_id)  # names not read per row
+    parts: dict[str, list[np.ndarray]] = {}
+    counts: list[int] = []
+    for task, model in groups if order is None else order(groups):
+        arrays = store.lean_arrays(run_id, task, model, list(columns))
+        counts.append(len(arrays["sample_index"]))
+        for name, values in arrays.items():
+            parts.setdefault(name, []).append(values)
+    ordered = groups if order is None else order(groups)
+    n = sum(counts)
+
+    def joined(name: str, dtype: str) -> np.ndarray:  # each field's pages dropped once joined
+        found = parts.pop(name, None)
+        return np.concatenate(found) if found else np.full(n, np.nan) if dtype == "float64" else np.array([], dtype)
+
+    groups_codes = np.repeat(np.arange(len(ordered), dtype="int32"), counts)
+    data: dict[str, Any] = {
+        "task_id": _strings([t for t, _ in ordered], groups_codes),
+        "model": _strings([m for _, m in ordered], groups_codes),
+        "sample_index": joined("sample_index", "int64"),
+        "epoch": joined("epoch", "int64"),
+        "status": _strings(list(SAMPLE_STATUSES), joined("status", "int32")),
+        "missing_field": joined("missing_field", "float64"),
+    }
     for metric, column in columns.items():
-        f = f"score:{metric}"
-        data[column] = np.concatenate(parts[f]) if parts.get(f) else np.full(n, np.nan)
-    return pd.DataFrame(data), columns, keys_by_task
+        data[column] = joined(f"score:{metric}", "float64")
+    return pd.DataFrame(data, copy=False), columns, keys_by_task
+
+
+def _strings(names: list[str], codes: Any) -> Any:
+    """``names[codes]`` as the column pandas would make of those strings, built from the codes.
+
+    With pandas' pyarrow-backed ``str`` dtype the column is made in Arrow from a dictionary
+    (names + codes) instead of converting a million Python strings one by one; otherwise (or
+    for a code past the names) it is the object array pandas infers from.
+    """
+    import numpy as np
+    import pandas as pd
+
+    dtype = pd.Series(["x"]).dtype
+    if getattr(dtype, "storage", None) == "pyarrow" and (len(codes) == 0 or int(codes.max()) < len(names)):
+        import pyarrow as pa
+
+        column = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(names, pa.large_string()))
+        return pd.array(column.cast(pa.large_string()), dtype=dtype)
+    return np.array([*names, None], dtype=object)[np.minimum(codes, len(names))]

@@ -205,8 +205,23 @@ class RunResult:
             frame, columns = self._frame
             flag = ["missing_field"] if "missing_field" in frame.columns else []
             return frame[["task_id", "model", "sample_index", "epoch", "status", *flag, *columns.values()]], columns
-        frame, columns, self._score_keys = lean_frame(self._store, self._run_id, self._manifest)
-        return self._run_order(frame), columns
+        frame, columns, self._score_keys = lean_frame(self._store, self._run_id, self._manifest,
+                                                      order=self._groups_in_run_order)
+        return frame, columns
+
+    def _run_ranks(self, tasks_found: Iterable[str], models_found: Iterable[str]) -> tuple[list[str], list[str]]:
+        """Tasks and models in run order (as the run listed them), then any other found, by name."""
+        tasks = list(self._run.get("task_ids") or metric_specs(self._manifest))
+        tasks += sorted(set(tasks_found) - set(tasks))
+        models = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
+        models += sorted(set(models_found) - set(models))
+        return tasks, models
+
+    def _groups_in_run_order(self, groups: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """(task, model) pairs in run order: what `_run_order` gives a frame, applied before reading it."""
+        tasks, models = self._run_ranks((t for t, _ in groups), (m for _, m in groups))
+        rank_t, rank_m = {t: i for i, t in enumerate(tasks)}, {m: i for i, m in enumerate(models)}
+        return sorted(groups, key=lambda g: (rank_t[g[0]], rank_m[g[1]]))
 
     def _run_order(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Rows in run order (tasks, then models, as the run listed them), then by item and epoch;
@@ -214,10 +229,7 @@ class RunResult:
         import numpy as np
         import pandas as pd
 
-        tasks = list(self._run.get("task_ids") or metric_specs(self._manifest))
-        tasks += sorted(set(frame["task_id"].unique()) - set(tasks))
-        models = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
-        models += sorted(set(frame["model"].unique()) - set(models))
+        tasks, models = self._run_ranks(frame["task_id"].unique(), frame["model"].unique())
         task_rank = pd.Categorical(frame["task_id"], categories=tasks).codes
         model_rank = pd.Categorical(frame["model"], categories=models).codes
         order = np.lexsort((frame["epoch"].to_numpy(), frame["sample_index"].to_numpy(), model_rank, task_rank))

@@ -20,15 +20,22 @@ from evalnb.store._codec import Op, from_json, text_hash, to_json
 # per model: the primary key (run, task, model, index, epoch) then walks one narrow stretch
 _RANGE = "run_id = ? AND task_id = ? AND model = ? AND sample_index BETWEEN ? AND ? AND status = 'completed'"
 
+# An UPSERT, not INSERT OR REPLACE: a replaced row would leave without its delete trigger, and
+# the `scores` table (store/_scores.py) would keep score keys the copy does not have.
+_COPIED = ("status", "prompt_hash", "target", "output_text", "extracted_output", "scores", "judge", "error", "latency_s",
+           "usage", "response_id", "dataset_row_hash", "request_key", "grader_key", "created_at", "started_at",
+           "completed_at", "prompt_text_hash", "log", "cost_usd", "cached", "missing_field")
 _COPY_SQL = (
-    "INSERT OR REPLACE INTO samples (run_id, task_id, model, sample_index, epoch, status, prompt_hash, target, "
+    "INSERT INTO samples (run_id, task_id, model, sample_index, epoch, status, prompt_hash, target, "
     "output_text, extracted_output, scores, judge, error, latency_s, usage, response_id, dataset_row_hash, "
     "request_key, grader_key, created_at, started_at, completed_at, prompt_text_hash, log, cost_usd, cached, "
     "missing_field) "
     "SELECT ?, task_id, model, sample_index, epoch, status, prompt_hash, target, output_text, extracted_output, "
     "scores, judge, error, latency_s, usage, response_id, dataset_row_hash, request_key, grader_key, "
     "?, started_at, ?, prompt_text_hash, log, 0, 1, missing_field FROM samples WHERE run_id = ? AND task_id = ? AND model = ? "
-    "AND sample_index = ? AND epoch = ? AND status = 'completed'"
+    "AND sample_index = ? AND epoch = ? AND status = 'completed' "
+    "ON CONFLICT (run_id, task_id, model, sample_index, epoch) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _COPIED)
 )
 # A copied sample's grader model calls come along, as answered from the store (no cost here).
 _COPY_CALLS_SQL = (

@@ -23,6 +23,7 @@ from evalnb.store._codec import SAMPLE_STATUSES, from_json, to_json
 from evalnb.redaction import model_secrets
 from evalnb.store._keys import canonical_generation, canonical_json, run_signature, sanitize_models
 from evalnb.store._owner import current_owner, owner_alive
+from evalnb.store._scores import delete_run_scores
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -529,6 +530,7 @@ class RunRecords:
             cur = conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
             if cur.rowcount == 0:
                 raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
+            delete_run_scores(conn, run_id)
             conn.execute("DELETE FROM samples WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM task_metrics WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM judge_calls WHERE run_id = ?", (run_id,))

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evalnb.errors import EvalnbError
+from evalnb.store._scores import add_scores_table
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Large, repeated texts (prompts, dataset rows) live once in `texts`, keyed by a 16-byte
 # BLAKE2b digest: the same prompt is shared by every model of a run and by every re-run.
@@ -207,12 +208,27 @@ def _v5_to_v6_sample_flags_and_executor_state(conn: sqlite3.Connection) -> None:
         PRIMARY KEY (run_id, executor, key))""")
 
 
+def _v6_to_v7_scores_table(conn: sqlite3.Connection) -> None:
+    """Issue 20: every score also as a number in `scores` (kept in step with `samples.scores`
+    by triggers) and the samples' keys and status in a covering index, so a summary of a big run
+    reads narrow rows instead of decoding each sample's JSON (`store/_scores.py`)."""
+    add_scores_table(conn)
+
+
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5_judges_and_cost,
-                                    5: _v5_to_v6_sample_flags_and_executor_state}
+                                    5: _v5_to_v6_sample_flags_and_executor_state, 6: _v6_to_v7_scores_table}
 
 
-def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
-    """A connection with evalnb's settings; usable from any thread (callers serialise use)."""
+# The writer's connection reads the B-tree pages it updates through a memory map (no read() per
+# page). The store's own connection, which summaries read through, does not: a map's pages count
+# in the process's resident memory (the kernel maps neighbouring cached pages on each fault),
+# ~250 MB for a million-sample run, while read() fills SQLite's 32 MB page cache and no more.
+WRITER_MMAP_BYTES = 268435456
+
+
+def connect(path: Path, *, timeout: float = 30.0, mmap_bytes: int = 0) -> sqlite3.Connection:
+    """A connection with evalnb's settings; usable from any thread (callers serialise use).
+    ``mmap_bytes``: how much of the file SQLite reads through a memory map (0: none)."""
     conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
@@ -222,7 +238,7 @@ def connect(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA temp_store = MEMORY")
         conn.execute("PRAGMA cache_size = -32000")  # up to 32 MB page cache per connection
-        conn.execute("PRAGMA mmap_size = 268435456")  # read through a 256 MB map: no read() per page
+        conn.execute(f"PRAGMA mmap_size = {int(mmap_bytes)}")
     except BaseException:
         conn.close()
         raise

@@ -25,7 +25,8 @@ from evalnb.redaction import Redactor
 from evalnb.store._keys import canonical_json
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
-from evalnb.store._schema import connect, ensure_schema
+from evalnb.store._schema import WRITER_MMAP_BYTES, connect, ensure_schema
+from evalnb.store._scores import distinct_keys, lean_arrays, series_firsts
 from evalnb.store._writer import StoreWriter
 
 SCORE_PREFIX = "score:"  # `column_pages` field "score:<metric id>": one score, read by SQLite
@@ -53,7 +54,7 @@ class Store(RunRecords, GradeReuse):
         self._lock = threading.RLock()
         self._redactor = Redactor()  # shared with this store's writers
         self._encoder = SampleEncoder(self._redactor)
-        self._conn = self._connect()
+        self._conn = connect(self.path, timeout=self._timeout)  # no memory map: see WRITER_MMAP_BYTES
         try:
             self.schema_version = ensure_schema(self._conn)
         except BaseException:
@@ -64,7 +65,7 @@ class Store(RunRecords, GradeReuse):
         self._finalizer = weakref.finalize(self, self._conn.close)
 
     def _connect(self):  # noqa: ANN202 - sqlite3.Connection, used by StoreWriter
-        return connect(self.path, timeout=self._timeout)
+        return connect(self.path, timeout=self._timeout, mmap_bytes=WRITER_MMAP_BYTES)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -272,32 +273,53 @@ class Store(RunRecords, GradeReuse):
             rows = self._rows(base + later + order, (*params, *rows[-1][:len(keys)], batch_size))
 
     def sample_groups(self, run_id: str) -> list[tuple[str, str]]:
-        """The (task_id, model) pairs a run has samples for, in key order (from the key index)."""
-        return [tuple(r) for r in self._rows(
-            "SELECT DISTINCT task_id, model FROM samples WHERE run_id = ? ORDER BY task_id, model", (run_id,))]
+        """The (task_id, model) pairs a run has samples for, in key order: one seek in the key
+        index per pair (the next pair after the last one found), not a walk over every sample."""
+        with self._lock:
+            self._check_open()
+            return distinct_keys(self._conn.execute, "samples", run_id, ("task_id", "model"))
 
     def score_keys(self, run_id: str) -> dict[str, list[str]]:
         """task -> the score keys its samples carry, in order of first appearance (samples in key
-        order, keys in each sample's order), read by SQLite without decoding scores in Python."""
-        rows = self._rows(
-            "SELECT DISTINCT s.task_id, j.key FROM samples s, json_each(s.scores) j "
-            "WHERE s.run_id = ? AND json_valid(s.scores) AND json_type(s.scores) = 'object' ORDER BY s.task_id",
-            (run_id,))
+        order, keys in each sample's order), from the `scores` table (no sample's JSON read but
+        the first one of a key, for its place among the keys of that sample)."""
+        firsts: dict[str, dict[str, tuple[Any, ...]]] = {}
+        with self._lock:
+            self._check_open()
+            found_rows = series_firsts(self._conn.execute, run_id)
+        for task, model, metric, index, epoch in found_rows:
+            here = (model, index, epoch)
+            seen = firsts.setdefault(task, {})
+            if metric not in seen or here < seen[metric]:
+                seen[metric] = here
         found: dict[str, list[str]] = {}
-        for task, key in rows:
-            found.setdefault(task, []).append(key)
-        for task, keys in found.items():
-            if len(keys) > 1:  # the order of first appearance: where each key is first seen
-                found[task] = sorted(keys, key=lambda k, t=task: self._first_seen(run_id, t, k))
+        for task in sorted(firsts):
+            seen = firsts[task]
+            if len(seen) == 1:
+                found[task] = list(seen)
+                continue
+            place = {k: (*where, self._key_position(run_id, task, where, k)) for k, where in seen.items()}
+            found[task] = sorted(seen, key=place.__getitem__)
         return found
 
-    def _first_seen(self, run_id: str, task_id: str, key: str) -> tuple[Any, ...]:
-        """(model, sample_index, epoch, position in that sample's scores) of the first sample with ``key``."""
+    def _key_position(self, run_id: str, task_id: str, where: tuple[Any, ...], key: str) -> int:
+        """The place of ``key`` among the score keys of one sample ((model, index, epoch) of ``task_id``)."""
         (row,) = self._rows(
-            "SELECT s.model, s.sample_index, s.epoch, (SELECT j.id FROM json_each(s.scores) j WHERE j.key = ?) "
-            "FROM samples s WHERE s.run_id = ? AND s.task_id = ? AND json_type(s.scores, ?) IS NOT NULL "
-            "ORDER BY s.model, s.sample_index, s.epoch LIMIT 1", (key, run_id, task_id, _score_path(key)))
-        return row
+            "SELECT (SELECT j.id FROM json_each(s.scores) j WHERE j.key = ?) FROM samples s WHERE s.run_id = ? "
+            "AND s.task_id = ? AND s.model = ? AND s.sample_index = ? AND s.epoch = ?", (key, run_id, task_id, *where))
+        return row[0]
+
+    def lean_arrays(self, run_id: str, task_id: str, model: str, metrics: Iterable[str]) -> dict[str, Any]:
+        """One (task, model)'s samples as numpy columns in (sample_index, epoch) order: keys, status
+        (as strings), the missing-field flag and ``score:<metric>`` floats; see `_scores.lean_arrays`.
+        What summaries read: narrow rows from the `scores` table and a covering index, no JSON."""
+        with self._lock:
+            self._check_open()
+            self._conn.execute("BEGIN")  # one snapshot: keys and scores of the same samples
+            try:
+                return lean_arrays(self._conn.execute, run_id, task_id, model, list(metrics), SAMPLE_STATUSES)
+            finally:
+                self._conn.execute("COMMIT")
 
     def samples(self, run_id: str, *, task_id: str | None = None, model: str | None = None,
                 status: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
