@@ -440,15 +440,16 @@ class RunEngine:
         sent (``api="completions"`` on a server that echoes logprobs): no run of unscored samples."""
         from evalnb.errors import ProviderError
 
-        if self.executor.name != "local" and any(getattr(state.task, "generation", None) is not None
-                                                 for state in self.tasks.values()):
-            raise ProviderError(f"tasks with their own generation settings run only with the local executor "
-                                f"(not {self.executor.name!r})", status=None, retryable=False)
+        in_process = ("local", "ray")  # executors whose calls go through evalnb's own clients
+        if self.executor.name not in in_process and any(getattr(state.task, "generation", None) is not None
+                                                        for state in self.tasks.values()):
+            raise ProviderError(f"tasks with their own generation settings run only with the local or Ray "
+                                f"executor (not {self.executor.name!r})", status=None, retryable=False)
         if not any(getattr(state.task, "loglikelihood", None) is not None for state in self.tasks.values()):
             return
-        if self.executor.name != "local":
-            raise ProviderError(f"log-likelihood tasks run only with the local executor (not {self.executor.name!r})",
-                                status=None, retryable=False)
+        if self.executor.name not in in_process:
+            raise ProviderError(f"log-likelihood tasks run only with the local or Ray executor "
+                                f"(not {self.executor.name!r})", status=None, retryable=False)
         for label, client in self.clients.items():
             try:
                 await client.check_loglikelihoods()

@@ -24,7 +24,7 @@ def wire_unit(uid: int, unit: Any) -> tuple:
     """A `runner.executor.Unit` as sent to a worker: what generation and grading need, nothing more."""
     item = unit.item
     return (uid, unit.task_id, unit.model.label, unit.epoch, item.index, unit.key, item.prompt, item.target,
-            item.row, unit.output)
+            item.row, unit.output, item.continuations)
 
 
 class ShardWorker:
@@ -45,6 +45,7 @@ class ShardWorker:
         from evalnb.scoring.extraction import make_extractor
         from evalnb.scoring.grading import Grader
         from evalnb.suite import Suite
+        from evalnb.suite.task_generation import merged_generation
 
         cfg = self.config
         concurrency = cfg["concurrency"]
@@ -68,6 +69,7 @@ class ShardWorker:
                               client_factory=lambda m: ModelClient(m, pool=self.http_pool),
                               judge_generation=cfg["judge_generation"], reuse=cfg["reuse"])
         self.tasks = {}
+        self.calls: dict[str, tuple[dict[str, Any], Any]] = {}  # task id -> (generation settings, loglikelihood spec)
         for task_id, info in cfg["tasks"].items():
             task = suite.task(task_id)
             pool = self.net_pool if task_id in network else self.pool
@@ -75,6 +77,8 @@ class ShardWorker:
                             metadata=info["metadata"]) if info["per_sample"] else None
             choices = list(task.choices) if task.choices is not None else None
             self.tasks[task_id] = (make_extractor(task.extraction), grader, choices)
+            # the run's settings with the task's own on top, as `RunContext` sends them
+            self.calls[task_id] = (merged_generation(self.generation, task.generation), task.loglikelihood)
 
     def _event_hook(self, label: str) -> Any:
         counts = self._events.setdefault(label, {"retries": 0, "rate_limited": 0, "rate_limit_wait_s": 0.0})
@@ -123,12 +127,19 @@ class ShardWorker:
     async def _generate(self, unit: tuple, finished: asyncio.Queue) -> None:
         from evalnb.errors import ProviderError
 
-        uid, task_id, label, epoch, index, key, prompt, target, row, output = unit
+        from evalnb.runner.loglikelihood_call import continuation_pairs, score_continuations
+
+        uid, task_id, label, epoch, index, key, prompt, target, row, output, continuations = unit
         result: dict[str, Any] = {"uid": uid}
         if output is None:
             started = time.perf_counter()
+            generation, spec = self.calls[task_id]
             try:
-                completion = await self.clients[label].complete(prompt, self.generation)
+                if spec is not None:
+                    pairs = continuation_pairs(spec, prompt, target, continuations)
+                    completion = await score_continuations(self.clients[label], pairs)
+                else:
+                    completion = await self.clients[label].complete(prompt, generation)
             except ProviderError as exc:
                 result["error"] = {"stage": "generation", "message": str(exc), "status": exc.status,
                                    "retryable": exc.retryable}
@@ -160,7 +171,7 @@ class ShardWorker:
         for (task_id, label), members in groups.items():
             _, grader, choices = self.tasks[task_id]
             samples, items = [], []
-            for result, (uid, _t, _l, epoch, index, key, prompt, target, row, _o) in members:
+            for result, (uid, _t, _l, epoch, index, key, prompt, target, row, _o, _c) in members:
                 output = result["_output"]
                 sample = Sample(task_id, label, index, epoch, prompt, None, target, row, request_key=key,
                                 output_text=output.get("output_text"), response_id=output.get("response_id"),

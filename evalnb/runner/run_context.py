@@ -170,26 +170,12 @@ class RunContext:
         return getattr(getattr(state, "task", None), "loglikelihood", None)
 
     async def _score_continuations(self, unit: Unit, spec: Any) -> Any:
-        """A log-likelihood task's call: every continuation of the item in one /completions call.
-
-        The reply is kept as the output text, JSON ``{"loglikelihoods": [...], "is_greedy": [...]}``
-        (one entry per continuation; a rolling task scores its target from an empty prompt), so
-        the store, the output cache and the grader all see the numbers.
-        """
-        import json
-        import time
-
-        from evalnb.providers.client import Completion
+        """A log-likelihood task's call (`runner.loglikelihood_call`)."""
+        from evalnb.runner.loglikelihood_call import continuation_pairs, score_continuations
 
         item = unit.item
-        if spec.type == "loglikelihood_rolling":
-            pairs = [("", item.target)]
-        else:
-            pairs = [(item.prompt, c) for c in item.continuations or ()]
-        started = time.perf_counter()
-        scored = await self._clients[unit.model.label].loglikelihoods(pairs)
-        text = json.dumps({"loglikelihoods": [s.logprob for s in scored], "is_greedy": [s.is_greedy for s in scored]})
-        return Completion(text=text, usage=None, response_id=None, latency_s=time.perf_counter() - started)
+        pairs = continuation_pairs(spec, item.prompt, item.target, item.continuations)
+        return await score_continuations(self._clients[unit.model.label], pairs)
 
     def answered(self, unit: Unit) -> None:
         """`unit.output` (the output cache's answer) stands for the call: extract, grade, store."""

@@ -161,3 +161,56 @@ def test_a_rolling_task_reports_word_and_byte_perplexity_and_bits_per_byte(tmp_p
     assert got["word_perplexity"] == pytest.approx(weighted_perplexity([d["word_perplexity"] for d in per_doc]))
     assert got["byte_perplexity"] == pytest.approx(weighted_perplexity([d["byte_perplexity"] for d in per_doc]))
     assert got["bits_per_byte"] == pytest.approx(bits_per_byte([d["bits_per_byte"] for d in per_doc]))
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_runtime")
+def test_on_ray_log_likelihood_and_task_settings_give_the_local_runs_samples(arc, tmp_path_factory) -> None:
+    # Ray workers score continuations and send each task's own settings as the local executor
+    # does: the same requests reach the server, and the same samples and metrics come back
+    from evalnb.runner.ray_executor import RayExecutor
+
+    suite, _ = arc
+    root = tmp_path_factory.mktemp("gen_ray")
+    path, configs = DATASETS["gsm8k"]
+    gen_suite = Suite.from_lm_eval("gsm8k", num_fewshot=0, dataset_paths={path: str(mirror(root, path, configs))})
+    compared = ["task_id", "model", "sample_index", "status", "prompt", "target", "output_text", "extracted_output"]
+
+    def run(executor):
+        with LocalModelServer(token_logprobs=sharp) as s1, LocalModelServer({"Tom has": "He has 4.\n#### 4"}) as s2:
+            ll = evalnb.run(suite, [Model("sharp", base_url=s1.base_url, api="completions")], concurrency=4,
+                            reuse=False, executor=executor, progress=False)
+            gen = evalnb.run(gen_suite, [Model("m", base_url=s2.base_url, api="chat")], reuse=False,
+                             generation={"max_gen_toks": 77}, executor=executor, progress=False)
+            sent = (sorted(json.dumps(r.body, sort_keys=True) for r in s1.requests),
+                    sorted(json.dumps(r.body, sort_keys=True) for r in s2.requests))
+        return ll, gen, sent
+
+    local_ll, local_gen, local_sent = run("local")
+    ray_ll, ray_gen, ray_sent = run(RayExecutor(num_workers=2, shard_size=8))
+    assert ray_ll.run["summary"]["options"]["executor"]["type"] == "ray"
+    assert ray_sent == local_sent  # every request body, the up-front check and each task's stops included
+    assert any('"stop": ["Question:"' in body for body in ray_sent[1])
+    for ours, theirs in ((ray_ll, local_ll), (ray_gen, local_gen)):
+        assert ours.status == theirs.status == "completed"
+        left = ours.samples.sort_values(["task_id", "sample_index"])[compared].reset_index(drop=True)
+        right = theirs.samples.sort_values(["task_id", "sample_index"])[compared].reset_index(drop=True)
+        assert len(left) > 0 and left.equals(right)
+        assert ours.metrics.drop(columns=["error"]).equals(theirs.metrics.drop(columns=["error"]))
+    assert set(ray_ll.metrics.metric) >= {"acc", "acc_norm"}
+    assert json.loads(ray_ll.samples.output_text.iloc[0])["loglikelihoods"]
+
+
+def test_the_batch_executor_refuses_log_likelihood_and_task_settings_before_any_item(arc, tmp_path_factory) -> None:
+    suite, _ = arc
+    path, configs = DATASETS["gsm8k"]
+    gen_suite = Suite.from_lm_eval("gsm8k", num_fewshot=0,
+                                   dataset_paths={path: str(mirror(tmp_path_factory.mktemp("gsm"), path, configs))})
+    with LocalModelServer(token_logprobs=sharp) as server:
+        with pytest.raises(ProviderError, match="log-likelihood tasks run only with the local or Ray executor"):
+            evalnb.run(suite, [Model("m", base_url=server.base_url, api="completions")], executor="batch",
+                       progress=False)
+        with pytest.raises(ProviderError, match="own generation settings run only with the local or Ray"):
+            evalnb.run(gen_suite, [Model("m", base_url=server.base_url, api="chat")], executor="batch",
+                       progress=False)
+        assert server.request_count == 0

@@ -1,0 +1,31 @@
+"""A log-likelihood task's one call per item, shared by the local executor (`RunContext`) and
+Ray workers (`ray_worker`): every continuation of the item scored in one ``/completions`` call.
+
+The reply is kept as the output text, JSON ``{"loglikelihoods": [...], "is_greedy": [...]}``
+(one entry per continuation; a rolling task scores its target from an empty prompt), so the
+store, the output cache and the grader all see the numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+
+def continuation_pairs(spec: Any, prompt: str, target: str | None,
+                       continuations: tuple[str, ...] | list[str] | None) -> list[tuple[str, str]]:
+    """The ``(context, continuation)`` pairs one item asks about."""
+    if spec.type == "loglikelihood_rolling":
+        return [("", target or "")]
+    return [(prompt, c) for c in continuations or ()]
+
+
+async def score_continuations(client: Any, pairs: list[tuple[str, str]]) -> Any:
+    """`client.loglikelihoods(pairs)` as a `Completion` whose text is the JSON above."""
+    from evalnb.providers.client import Completion
+
+    started = time.perf_counter()
+    scored = await client.loglikelihoods(pairs)
+    text = json.dumps({"loglikelihoods": [s.logprob for s in scored], "is_greedy": [s.is_greedy for s in scored]})
+    return Completion(text=text, usage=None, response_id=None, latency_s=time.perf_counter() - started)
