@@ -302,6 +302,8 @@ class RunContext:
         elif output.get("run_id") == self.run_id:  # its answer reached the store, its sample did not
             from evalnb.providers.pricing import call_cost
 
-            sample.cached, sample.cost_usd = False, call_cost(output.get("usage"), unit.model.price)
+            paid_then = output.get("cost_usd")  # as priced when it arrived (a batch's discount kept)
+            sample.cached = False
+            sample.cost_usd = paid_then if paid_then is not None else call_cost(output.get("usage"), unit.model.price)
         else:
             sample.cached, sample.cost_usd = True, 0.0

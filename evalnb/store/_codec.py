@@ -329,10 +329,11 @@ class SampleEncoder:
 
 
 _OUTPUT_SQL = (
-    "INSERT INTO outputs (request_key, output_text, usage, response_id, latency_s, created_at, run_id, reply) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_key) DO UPDATE SET output_text = excluded.output_text, "
-    "usage = excluded.usage, response_id = excluded.response_id, latency_s = excluded.latency_s, "
-    "created_at = excluded.created_at, run_id = excluded.run_id, reply = excluded.reply"
+    "INSERT INTO outputs (request_key, output_text, usage, response_id, latency_s, created_at, run_id, reply, "
+    "cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (request_key) DO UPDATE SET "
+    "output_text = excluded.output_text, usage = excluded.usage, response_id = excluded.response_id, "
+    "latency_s = excluded.latency_s, created_at = excluded.created_at, run_id = excluded.run_id, "
+    "reply = excluded.reply, cost_usd = excluded.cost_usd"
 )
 
 
@@ -357,6 +358,7 @@ def encode_output(o: Mapping[str, Any], now: int, redactor: Redactor | None = No
     redact = (redactor or Redactor()).text
     response_id = o.get("response_id")
     reply = o.get("reply")
+    cost = o.get("cost_usd")  # what the receiving run paid (a resume of that run charges it again)
     params = (
         key,
         redact(text),
@@ -366,6 +368,7 @@ def encode_output(o: Mapping[str, Any], now: int, redactor: Redactor | None = No
         int(o.get("created_at") or now),
         o.get("run_id") or run_id,
         None if reply is None else redact(to_json(reply)),
+        None if cost is None else float(cost),
     )
     return Op(_OUTPUT_SQL, params)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from evalnb.errors import EvalnbError
 from evalnb.store._scores import add_scores_table
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Large, repeated texts (prompts, dataset rows) live once in `texts`, keyed by a 16-byte
 # BLAKE2b digest: the same prompt is shared by every model of a run and by every re-run.
@@ -215,8 +215,16 @@ def _v6_to_v7_scores_table(conn: sqlite3.Connection) -> None:
     add_scores_table(conn)
 
 
+def _v7_to_v8_output_cost(conn: sqlite3.Connection) -> None:
+    """Cached outputs keep what the run that received them paid (`cost_usd`; NULL before, or
+    unpriced): a resumed run whose answer reached the store before a crash charges its sample
+    what the call cost (a provider batch's discounted price), not the live price again."""
+    conn.execute("ALTER TABLE outputs ADD COLUMN cost_usd REAL")
+
+
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5_judges_and_cost,
-                                    5: _v5_to_v6_sample_flags_and_executor_state, 6: _v6_to_v7_scores_table}
+                                    5: _v5_to_v6_sample_flags_and_executor_state, 6: _v6_to_v7_scores_table,
+                                    7: _v7_to_v8_output_cost}
 
 
 # The writer's connection reads the B-tree pages it updates through a memory map (no read() per

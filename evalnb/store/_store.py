@@ -340,13 +340,13 @@ class Store(RunRecords, GradeReuse):
         so each query walks one narrow stretch of the index instead of jumping around the file.
         """
         found: dict[str, dict[str, Any]] = {}
-        columns = "request_key, output_text, usage, response_id, latency_s, created_at, reply, run_id"
-        for key, text, usage, response_id, latency, created, reply, received_by in self._output_rows(
+        columns = "request_key, output_text, usage, response_id, latency_s, created_at, reply, run_id, cost_usd"
+        for key, text, usage, response_id, latency, created, reply, received_by, cost in self._output_rows(
                 columns, request_keys, run_id):
             found[key] = {
                 "request_key": key, "output_text": text, "usage": from_json(usage),
                 "response_id": response_id, "latency_s": latency, "created_at": created,
-                "run_id": received_by,
+                "run_id": received_by, "cost_usd": cost,
             }
             if reply is not None:
                 found[key]["reply"] = from_json(reply)

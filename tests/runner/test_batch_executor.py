@@ -156,6 +156,33 @@ def test_costs_at_the_batch_price(tmp_path, model_server):
     assert again.samples["cost_usd"].tolist() == pytest.approx([(1000 * 1.5 + 100 * 3.0) / 1e6] * N_ITEMS)
 
 
+def test_an_answer_stored_before_a_crash_keeps_its_batch_price_on_resume(tmp_path, model_server):
+    # What a crash between caching the batch's answers and storing their samples leaves: the
+    # answers in the output cache (received by this run), no samples. The resume answers them
+    # from the cache and charges each sample what its call cost then: the batch price.
+    import sqlite3
+
+    usage = {"input_tokens": 1000, "output_tokens": 100}
+    server = model_server(usage=usage)
+    suite = evalnb.Suite.from_file(_suite(tmp_path))
+    price = {"input": 2.0, "output": 8.0, "batch_discount": 0.5}
+    store_path = tmp_path / "crash.sqlite"
+    first = evalnb.run(suite, [Model("good", base_url=server.base_url, price=price)], generation=GEN,
+                       progress=False, task_ids=["t"], executor=BatchExecutor(**FAST), store=Store(store_path))
+    per_call = (1000 * 2.0 + 100 * 8.0) / 1e6 * 0.5
+    assert first.samples["cost_usd"].tolist() == pytest.approx([per_call] * N_ITEMS)
+    with sqlite3.connect(store_path) as conn:  # the samples never reached the store; the answers did
+        conn.execute("DELETE FROM samples WHERE run_id = ?", (first.run_id,))
+        conn.execute("UPDATE runs SET status = 'in_progress' WHERE run_id = ?", (first.run_id,))
+        kept = conn.execute("SELECT cost_usd FROM outputs WHERE run_id = ?", (first.run_id,)).fetchall()
+    assert sorted(c for (c,) in kept) == pytest.approx([per_call] * N_ITEMS)  # the cache keeps what was paid
+    batches = len(server.batches)
+    resumed = evalnb.resume(first.run_id, store=Store(store_path), progress=False)
+    assert resumed.status == "completed" and len(server.batches) == batches  # answered from the cache
+    assert resumed.samples["cost_usd"].tolist() == pytest.approx([per_call] * N_ITEMS)  # not the live 0.0028
+    assert not resumed.samples["cached"].any()  # paid by this run, not reused from another
+
+
 def test_a_budget_counts_batch_prices(tmp_path, model_server):
     usage = {"input_tokens": 10, "output_tokens": 10}
     server = model_server(usage=usage)

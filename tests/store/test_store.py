@@ -1207,3 +1207,20 @@ def test_failure_reasons_and_failed_errors(store):
         store.claim_run(run_id)
     store.claim_run(run_id, reopen=True)  # a resume sending its failed samples again
     assert store.get_run(run_id)["status"] == "in_progress"
+
+
+def test_a_schema_7_store_gains_the_output_cost_and_keeps_its_outputs(tmp_path, monkeypatch):
+    path = tmp_path / "v7.sqlite"
+    monkeypatch.setattr(_schema, "SCHEMA_VERSION", 7)
+    with Store(path) as old:
+        assert old.schema_version == 7
+    with sqlite3.connect(path) as conn:  # an answer cached by the evalnb of schema 7 (no cost column)
+        assert "cost_usd" not in {r[1] for r in conn.execute("PRAGMA table_info(outputs)")}
+        conn.execute("INSERT INTO outputs (request_key, output_text, created_at, run_id) VALUES ('k1', 'old', 1, 'r')")
+    monkeypatch.setattr(_schema, "SCHEMA_VERSION", SCHEMA_VERSION)
+    with Store(path) as store:
+        assert store.schema_version == SCHEMA_VERSION >= 8
+        assert store.lookup_outputs(["k1"])["k1"]["output_text"] == "old"
+        assert store.lookup_outputs(["k1"])["k1"]["cost_usd"] is None  # not recorded then
+        store.put_outputs([{"request_key": "k2", "output_text": "new", "cost_usd": 0.25}])
+        assert store.lookup_outputs(["k2"])["k2"]["cost_usd"] == 0.25
