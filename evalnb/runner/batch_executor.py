@@ -47,6 +47,7 @@ from evalnb.providers.batch_api import (
 from evalnb.providers.pricing import batch_price, call_cost, estimate_tokens, worst_case_cost
 from evalnb.runner.run_context import RunContext
 from evalnb.runner.unit import Unit
+from evalnb.scoring.extraction import clean_output
 
 POLL_ENV = "EVALNB_BATCH_POLL_S"
 DEFAULT_POLL_S = 30.0
@@ -138,6 +139,8 @@ class BatchExecutor:
         self.buffer_bytes = dict.fromkeys(self.models, 0)
         self.known: dict[str, tuple[str, bytes]] = {}  # custom_id -> (batch id, digest of its request line)
         self.attempts: dict[str, int] = {}  # custom_id -> retries so far
+        self.empty_attempts: dict[str, int] = {}  # custom_id -> asked again for an empty answer
+        self.max_empty = int(self.gen.get("max_empty_retries") or 0)
         self.reserved: dict[str, float] = {}  # custom_id -> budget reservation
         self.live: deque[Unit] = deque()  # retries to make as live calls
         self.touched: set[str] = set()  # batches this attempt sent or waits for (the progress line's)
@@ -301,20 +304,31 @@ class BatchExecutor:
             if outcome.retryable and self.attempts.get(cid, 0) < self.max_retries:
                 self.attempts[cid] = self.attempts.get(cid, 0) + 1
                 mp.retries += 1
-                if self.retry_failed == "live":
-                    self.live.append(unit)
-                else:
-                    line = self._line(unit)
-                    if self._reserve(cid, unit):
-                        self.buffers[label].append((cid, line, unit))
-                        self.buffer_bytes[label] += len(line)
+                self._ask_again(cid, unit)
                 return
             self._fail(unit, outcome.error or "no answer", outcome.status)
             return
         reply = outcome.reply
+        if self.max_empty and self.empty_attempts.get(cid, 0) < self.max_empty and not clean_output(reply.text):
+            # `max_empty_retries`, as a live call does it (empty after the `none` cleaning):
+            # asked again, this answer is not kept
+            self.empty_attempts[cid] = self.empty_attempts.get(cid, 0) + 1
+            mp.retries += 1
+            self._ask_again(cid, unit)
+            return
         ctx.reply(unit, {"output_text": reply.text, "usage": reply.usage, "response_id": reply.response_id,
                          "latency_s": time.time() - created if created else None,
                          "cost_usd": call_cost(reply.usage, self.prices[label])})
+
+    def _ask_again(self, cid: str, unit: Unit) -> None:
+        """Send `unit` again: in the next batch, or live (``retry_failed="live"``)."""
+        if self.retry_failed == "live":
+            self.live.append(unit)
+            return
+        line = self._line(unit)
+        if self._reserve(cid, unit):
+            self.buffers[unit.model.label].append((cid, line, unit))
+            self.buffer_bytes[unit.model.label] += len(line)
 
     def _fail(self, unit: Unit, message: str, status: int | None) -> None:
         self.ctx.fail(unit, message, status=status)
@@ -441,3 +455,4 @@ def stored_batches(store: Any, run_id: str) -> list[dict[str, Any]]:
 
 def save_batch(store: Any, run_id: str, record: dict[str, Any]) -> None:
     store.save_executor_state(run_id, NAME, BATCH_KEY + record["id"], record)
+

@@ -183,6 +183,40 @@ def test_an_answer_stored_before_a_crash_keeps_its_batch_price_on_resume(tmp_pat
     assert not resumed.samples["cached"].any()  # paid by this run, not reused from another
 
 
+@pytest.mark.parametrize("retry_failed", ["batch", "live"])
+def test_empty_answers_are_asked_again_up_to_max_empty_retries(tmp_path, model_server, retry_failed):
+    # every prompt's first answer is empty: with max_empty_retries=1 each is asked once more (in
+    # a follow-up batch, or live) and the second answer is kept, as a live run keeps it
+    from helpers.runner_kit import responder
+
+    asked: dict[str, int] = {}
+
+    def first_empty(body: dict) -> str:
+        key = json.dumps(body.get("input") or body.get("messages"), sort_keys=True)
+        asked[key] = asked.get(key, 0) + 1
+        return "" if asked[key] == 1 else responder(body)
+
+    server = model_server(first_empty)
+    suite = evalnb.Suite.from_file(_suite(tmp_path))
+    models = [Model("good", base_url=server.base_url)]
+    result = evalnb.run(suite, models, generation={**GEN, "max_empty_retries": 1}, progress=False, task_ids=["t"],
+                        executor=BatchExecutor(retry_failed=retry_failed, **FAST))
+    assert result.status == "completed"
+    assert set(asked.values()) == {2} and len(asked) == N_ITEMS
+    if retry_failed == "batch":
+        assert server.batched_requests == 2 * N_ITEMS and len(server.batches) == 2
+    else:
+        assert server.batched_requests == N_ITEMS and server.calls("/v1/responses") == N_ITEMS
+    assert (result.samples["output_text"] != "").all()
+    live = evalnb.run(suite, models, generation={**GEN, "max_empty_retries": 1}, progress=False, task_ids=["t"],
+                      store=Store(tmp_path / "live.sqlite"))
+    assert result.samples[COMPARED].equals(live.samples[COMPARED])
+    asked.clear()
+    kept = evalnb.run(suite, models, generation=GEN, progress=False, task_ids=["t"], reuse=False,
+                      executor=BatchExecutor(**FAST), store=Store(tmp_path / "none.sqlite"))
+    assert (kept.samples["output_text"] == "").all() and set(asked.values()) == {1}  # 0 retries: kept empty
+
+
 def test_a_budget_counts_batch_prices(tmp_path, model_server):
     usage = {"input_tokens": 10, "output_tokens": 10}
     server = model_server(usage=usage)
