@@ -27,16 +27,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalnb.errors import ProviderError
-from evalnb.providers.build import build_chat_request, build_responses_request, canonical
+from evalnb.providers.build import build_chat_request, build_completions_request, build_responses_request, canonical
 from evalnb.providers.model import Model
-from evalnb.providers.parse import BadReply, Reply, error_message, parse_chat, parse_responses
+from evalnb.providers.parse import BadReply, Reply, error_message, parse_chat, parse_completions, parse_responses
 from evalnb.providers.retry import is_retryable_status, next_delay
 from evalnb.redaction import redact
 
 if TYPE_CHECKING:
     import httpx
 
-ENDPOINTS = {"responses": "/v1/responses", "chat": "/v1/chat/completions"}
+ENDPOINTS = {"responses": "/v1/responses", "chat": "/v1/chat/completions", "completions": "/v1/completions"}
 # OpenAI's limits (platform.openai.com/docs/guides/batch): 50,000 requests and 200 MB a file
 MAX_REQUESTS = 50_000
 MAX_BYTES = 200 * 1024 * 1024
@@ -72,7 +72,8 @@ def request_line(custom_id: str, url: str, body: dict[str, Any]) -> bytes:
 
 def live_body(model: Model, prompt: Any, gen: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
     """``(url, body)`` of `model`'s live call about `prompt`, as `ModelClient.complete` builds it."""
-    build = build_chat_request if model.api == "chat" else build_responses_request
+    build = {"chat": build_chat_request, "completions": build_completions_request}.get(model.api,
+                                                                                   build_responses_request)
     return ENDPOINTS[model.api], build(model.name, prompt, canonical(gen), is_openai=model.is_openai)
 
 
@@ -100,7 +101,7 @@ def split(lines: Iterable[tuple[str, bytes]], *, max_requests: int = MAX_REQUEST
 def parse_results(data: bytes, api: str) -> dict[str, Outcome]:
     """Output or error file contents -> `Outcome` per custom_id (lines it cannot read are skipped
     with nothing recorded: their requests count as unanswered)."""
-    parse = parse_chat if api == "chat" else parse_responses
+    parse = {"chat": parse_chat, "completions": parse_completions}.get(api, parse_responses)
     found: dict[str, Outcome] = {}
     for raw in data.splitlines():
         try:

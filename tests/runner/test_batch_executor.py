@@ -217,6 +217,26 @@ def test_empty_answers_are_asked_again_up_to_max_empty_retries(tmp_path, model_s
     assert (kept.samples["output_text"] == "").all() and set(asked.values()) == {1}  # 0 retries: kept empty
 
 
+def test_a_completions_model_runs_in_batches_as_it_runs_live(tmp_path, model_server):
+    # Model(api="completions") sends /v1/completions lines and reads their text (it was a KeyError)
+    from helpers.runner_kit import planted_answer
+
+    server = model_server(lambda body: planted_answer(str(body.get("model", "")), str(body.get("prompt", ""))))
+    suite = evalnb.Suite.from_file(_suite(tmp_path))
+    models = [Model("good", base_url=server.base_url, api="completions")]
+    live = evalnb.run(suite, models, generation=GEN, progress=False, store=Store(tmp_path / "live.sqlite"))
+    batched = evalnb.run(suite, models, generation=GEN, progress=False, executor=BatchExecutor(**FAST),
+                         store=Store(tmp_path / "batch.sqlite"))
+    assert batched.status == live.status == "completed"
+    assert server.calls("/v1/completions") == N_ITEMS + N_ITEMS // 2  # the live run's only
+    assert server.batched_requests == N_ITEMS + N_ITEMS // 2
+    lines = [json.loads(x) for b in server.batches.values()
+             for x in server.batches_book.files[b["input_file_id"]].content.splitlines()]
+    assert {line["url"] for line in lines} == {"/v1/completions"}
+    assert batched.samples[COMPARED].equals(live.samples[COMPARED])
+    assert live.metrics[STATS].equals(batched.metrics[STATS]) and live.metrics["mean"].gt(0).all()
+
+
 def test_a_budget_counts_batch_prices(tmp_path, model_server):
     usage = {"input_tokens": 10, "output_tokens": 10}
     server = model_server(usage=usage)
