@@ -57,6 +57,7 @@ class Outcome:
     reply: Reply | None = None
     error: str | None = None
     status: int | None = None
+    body: Any = None  # the answer's JSON body (a log-likelihood request reads more than the text)
     retryable: bool = False
 
 
@@ -129,7 +130,7 @@ def _outcome(cid: str, record: dict, parse: Any) -> Outcome:
     body = response.get("body")
     if status is not None and 200 <= status < 300:
         try:
-            return Outcome(cid, reply=parse(body), status=status)
+            return Outcome(cid, reply=parse(body), status=status, body=body)
         except BadReply as exc:
             return Outcome(cid, error=f"HTTP {status} with a bad reply: {exc}", status=status, retryable=True)
     said = error_message(body) or "no message"

@@ -44,7 +44,9 @@ from evalnb.providers.batch_api import (
     request_line,
     split,
 )
+from evalnb.providers.logprobs import parse_loglikelihoods
 from evalnb.providers.pricing import batch_price, call_cost, estimate_tokens, worst_case_cost
+from evalnb.runner.loglikelihood_call import reply_text
 from evalnb.runner.run_context import RunContext
 from evalnb.runner.unit import Unit
 from evalnb.scoring.extraction import clean_output
@@ -309,6 +311,16 @@ class BatchExecutor:
             self._fail(unit, outcome.error or "no answer", outcome.status)
             return
         reply = outcome.reply
+        pairs = ctx.loglikelihood_pairs(unit)
+        if pairs is not None:  # a log-likelihood item: its continuations' numbers are the output
+            try:
+                text = reply_text(parse_loglikelihoods(outcome.body, pairs, label))
+            except ProviderError as exc:
+                self._fail(unit, str(exc), exc.status)
+                return
+            ctx.reply(unit, {"output_text": text, "usage": None, "response_id": reply.response_id,
+                             "latency_s": time.time() - created if created else None, "cost_usd": None})
+            return
         if self.max_empty and self.empty_attempts.get(cid, 0) < self.max_empty and not clean_output(reply.text):
             # `max_empty_retries`, as a live call does it (empty after the `none` cleaning):
             # asked again, this answer is not kept

@@ -447,8 +447,8 @@ class RunEngine:
                                 f"executor (not {self.executor.name!r})", status=None, retryable=False)
         if not any(getattr(state.task, "loglikelihood", None) is not None for state in self.tasks.values()):
             return
-        if self.executor.name not in in_process:
-            raise ProviderError(f"log-likelihood tasks run only with the local or Ray executor "
+        if self.executor.name not in (*in_process, "batch"):
+            raise ProviderError(f"log-likelihood tasks run only with the local, Ray or batch executor "
                                 f"(not {self.executor.name!r})", status=None, retryable=False)
         for label, client in self.clients.items():
             try:

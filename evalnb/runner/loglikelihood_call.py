@@ -1,5 +1,6 @@
-"""A log-likelihood task's one call per item, shared by the local executor (`RunContext`) and
-Ray workers (`ray_worker`): every continuation of the item scored in one ``/completions`` call.
+"""A log-likelihood task's one call per item, shared by the local executor (`RunContext`), Ray
+workers (`ray_worker`) and provider batches (`batch_executor`, through `RunContext.request`):
+every continuation of the item scored in one ``/completions`` call.
 
 The reply is kept as the output text, JSON ``{"loglikelihoods": [...], "is_greedy": [...]}``
 (one entry per continuation; a rolling task scores its target from an empty prompt), so the
@@ -27,5 +28,9 @@ async def score_continuations(client: Any, pairs: list[tuple[str, str]]) -> Any:
 
     started = time.perf_counter()
     scored = await client.loglikelihoods(pairs)
-    text = json.dumps({"loglikelihoods": [s.logprob for s in scored], "is_greedy": [s.is_greedy for s in scored]})
-    return Completion(text=text, usage=None, response_id=None, latency_s=time.perf_counter() - started)
+    return Completion(text=reply_text(scored), usage=None, response_id=None, latency_s=time.perf_counter() - started)
+
+
+def reply_text(scored: list[Any]) -> str:
+    """The output text kept for an item: each continuation's summed log-probability and greediness."""
+    return json.dumps({"loglikelihoods": [s.logprob for s in scored], "is_greedy": [s.is_greedy for s in scored]})

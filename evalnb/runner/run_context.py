@@ -51,6 +51,11 @@ class RunContext:
         from evalnb.providers import build_chat_request, build_responses_request
 
         model = unit.model
+        pairs = self.loglikelihood_pairs(unit)
+        if pairs is not None:  # every continuation's echoed log-probabilities, in one call
+            from evalnb.providers.logprobs import loglikelihood_request
+
+            return ModelRequest(model, "/completions", loglikelihood_request(model.name, pairs))
         gen = self._generation(unit)
         if model.api == "chat":
             body = build_chat_request(model.name, unit.item.prompt, gen, is_openai=model.is_openai)
@@ -62,6 +67,19 @@ class RunContext:
             return ModelRequest(model, "/completions", body)
         body = build_responses_request(model.name, unit.item.prompt, gen, is_openai=model.is_openai)
         return ModelRequest(model, "/responses", body)
+
+    def loglikelihood_pairs(self, unit: Unit) -> list[tuple[str, str]] | None:
+        """The ``(context, continuation)`` pairs `unit` asks about, if its task is scored by
+        log-likelihood (None for a generation task); an executor that sends the request itself
+        reads its answer with `providers.logprobs.parse_loglikelihoods` and `reply`s
+        `runner.loglikelihood_call.reply_text` of it."""
+        spec = self._loglikelihood(unit)
+        if spec is None:
+            return None
+        from evalnb.runner.loglikelihood_call import continuation_pairs
+
+        item = unit.item
+        return continuation_pairs(spec, item.prompt, item.target, item.continuations)
 
     def sample(self, unit: Unit, output: Output | dict | None = None) -> Sample:
         """A new `Sample` for `unit`: the planned fields, and the generation fields of `output`."""

@@ -201,16 +201,42 @@ def test_on_ray_log_likelihood_and_task_settings_give_the_local_runs_samples(arc
     assert json.loads(ray_ll.samples.output_text.iloc[0])["loglikelihoods"]
 
 
-def test_the_batch_executor_refuses_log_likelihood_and_task_settings_before_any_item(arc, tmp_path_factory) -> None:
+def test_in_provider_batches_log_likelihood_gives_the_local_runs_samples(arc, tmp_path_factory) -> None:
+    # the batch's lines are the live calls' bodies (every continuation in one /v1/completions
+    # request), and its answers are read as the live replies are: the same samples and metrics
+    from evalnb.store import Store
+
+    suite, _ = arc
+    compared = ["task_id", "model", "sample_index", "status", "prompt", "target", "output_text", "extracted_output"]
+    with LocalModelServer(token_logprobs=sharp) as server:
+        model = [Model("sharp", base_url=server.base_url, api="completions")]
+        local = evalnb.run(suite, model, concurrency=4, progress=False, store=Store(tmp_path_factory.mktemp("l") / "s"))
+        live_bodies = sorted(json.dumps(r.body, sort_keys=True) for r in server.requests[1:])  # after the check
+        batched = evalnb.run(suite, model, progress=False, executor=evalnb.BatchExecutor(poll_interval=0.05),
+                             store=Store(tmp_path_factory.mktemp("b") / "s"))
+        lines = [json.loads(x) for b in server.batches.values()
+                 for x in server.batches_book.files[b["input_file_id"]].content.splitlines()]
+    assert batched.status == local.status == "completed"
+    assert sorted(json.dumps(line["body"], sort_keys=True) for line in lines) == live_bodies
+    assert {line["url"] for line in lines} == {"/v1/completions"}
+    left = batched.samples.sort_values("sample_index")[compared].reset_index(drop=True)
+    right = local.samples.sort_values("sample_index")[compared].reset_index(drop=True)
+    assert len(left) == len(suite.items("arc_easy")) and left.equals(right)
+    assert batched.metrics.drop(columns=["error"]).equals(local.metrics.drop(columns=["error"]))
+
+
+def test_the_batch_executor_refuses_task_settings_and_unechoing_servers_before_any_item(arc, tmp_path_factory):
     suite, _ = arc
     path, configs = DATASETS["gsm8k"]
     gen_suite = Suite.from_lm_eval("gsm8k", num_fewshot=0,
                                    dataset_paths={path: str(mirror(tmp_path_factory.mktemp("gsm"), path, configs))})
     with LocalModelServer(token_logprobs=sharp) as server:
-        with pytest.raises(ProviderError, match="log-likelihood tasks run only with the local or Ray executor"):
-            evalnb.run(suite, [Model("m", base_url=server.base_url, api="completions")], executor="batch",
-                       progress=False)
         with pytest.raises(ProviderError, match="own generation settings run only with the local or Ray"):
             evalnb.run(gen_suite, [Model("m", base_url=server.base_url, api="chat")], executor="batch",
                        progress=False)
         assert server.request_count == 0
+    with LocalModelServer(echo_logprobs=False) as server:
+        with pytest.raises(ProviderError, match="cannot run: .*did not echo"):
+            evalnb.run(suite, [Model("llama", base_url=server.base_url, api="completions")], executor="batch",
+                       progress=False)
+        assert server.calls("/v1/completions") == 1 and not server.batches  # the check, no batch
