@@ -72,7 +72,6 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._known: set[str] = set()
-        self._pattern: re.Pattern[str] | None = None
         self._rule: tuple[tuple[str, ...], re.Pattern[str] | None] = ((), None)
         self.add(*secrets)
 
@@ -81,8 +80,8 @@ class Redactor:
         if new:
             self._known |= new
             known = sorted(self._known, key=len, reverse=True)
-            self._pattern = re.compile("|".join(re.escape(s) for s in known))
-            self._rule = (tuple(known), self._pattern)  # one assignment: a writer sees both or neither
+            # one assignment: a writer thread sees the old rule or the new one, never half of each
+            self._rule = (tuple(known), re.compile("|".join(re.escape(s) for s in known)))
 
     @property
     def secrets(self) -> frozenset[str]:

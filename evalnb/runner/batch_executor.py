@@ -467,4 +467,3 @@ def stored_batches(store: Any, run_id: str) -> list[dict[str, Any]]:
 
 def save_batch(store: Any, run_id: str, record: dict[str, Any]) -> None:
     store.save_executor_state(run_id, NAME, BATCH_KEY + record["id"], record)
-

@@ -124,9 +124,11 @@ class RunContext:
         cost = None
         started = time.perf_counter()
         try:
-            spec = self._loglikelihood(unit)
-            if spec is not None:
-                completion = await self._score_continuations(unit, spec)
+            pairs = self.loglikelihood_pairs(unit)
+            if pairs is not None:  # every continuation in one call (`runner.loglikelihood_call`)
+                from evalnb.runner.loglikelihood_call import score_continuations
+
+                completion = await score_continuations(self._clients[model.label], pairs)
             else:
                 completion = await self._clients[model.label].complete(unit.item.prompt, self._generation(unit))
             cost = call_cost(completion.usage, model.price)
@@ -186,14 +188,6 @@ class RunContext:
         """The task's ``loglikelihood`` spec (None: a generation task)."""
         state = self.tasks.get(unit.task_id)
         return getattr(getattr(state, "task", None), "loglikelihood", None)
-
-    async def _score_continuations(self, unit: Unit, spec: Any) -> Any:
-        """A log-likelihood task's call (`runner.loglikelihood_call`)."""
-        from evalnb.runner.loglikelihood_call import continuation_pairs, score_continuations
-
-        item = unit.item
-        pairs = continuation_pairs(spec, item.prompt, item.target, item.continuations)
-        return await score_continuations(self._clients[unit.model.label], pairs)
 
     def answered(self, unit: Unit) -> None:
         """`unit.output` (the output cache's answer) stands for the call: extract, grade, store."""

@@ -93,3 +93,16 @@ def child_pids() -> set[int]:
         except FileNotFoundError:  # that thread ended meanwhile (it had no children then)
             pass
     return found
+
+
+def wait_for(predicate: Any, timeout: float = 60.0, what: str = "condition") -> Any:
+    """Poll `predicate` until it returns something truthy (returned), or fail after `timeout` s."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -16,7 +16,7 @@ import evalnb
 from evalnb import BatchExecutor, Model
 from evalnb.store import Store
 from evalnb.testing import BatchFault, Fault
-from helpers.runner_kit import manifest, rows
+from helpers.runner_kit import manifest, rows, wait_for
 
 pytestmark = pytest.mark.usefixtures("evalnb_home")
 
@@ -267,13 +267,7 @@ print("the child finished its run: the test was too slow to kill it", flush=True
 
 
 def _wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_for(predicate, timeout, what)
 
 
 def _stored(store, run_id):

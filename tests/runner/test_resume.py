@@ -23,7 +23,7 @@ import evalnb
 from evalnb import Model
 from evalnb.errors import EvalnbError
 from evalnb.store import Store
-from helpers.runner_kit import manifest, rows
+from helpers.runner_kit import manifest, rows, wait_for
 
 pytestmark = pytest.mark.usefixtures("evalnb_home")
 
@@ -62,13 +62,7 @@ def _write_suite(tmp_path: Path) -> Path:
 
 
 def _wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_for(predicate, timeout, what)
 
 
 def _crash_a_run(tmp_path: Path, server, *, finished_at_least: int = 12):
