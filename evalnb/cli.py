@@ -309,6 +309,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_import_lm_eval(args: argparse.Namespace) -> int:
     from evalnb.suite import Suite
+    from evalnb.suite.manifest import yaml_text
 
     paths = {}
     for pair in args.dataset_path:
@@ -329,7 +330,7 @@ def cmd_import_lm_eval(args: argparse.Namespace) -> int:
     if out is not None and Path(out).suffix.lower() == ".json":
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     elif out is None or Path(out).suffix.lower() in (".yaml", ".yml"):
-        text = _yaml_text(data)
+        text = yaml_text(data)
     else:
         raise CliError(f"{out}: unsupported manifest file type; use .yaml, .yml or .json")
     if out is None:
@@ -356,21 +357,6 @@ def _relative_dataset_paths(data: dict, folder: Path) -> list[str]:
             except ValueError:
                 outside.append(path)
     return sorted(set(outside))
-
-
-def _yaml_text(data: Any) -> str:
-    """YAML that evalnb reads back unchanged; multi-line strings (code) as literal blocks."""
-    import yaml
-
-    class Dumper(yaml.SafeDumper):
-        pass
-
-    def text(dumper: Any, value: str) -> Any:
-        style = "|" if "\n" in value else None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-    Dumper.add_representer(str, text)
-    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
 def _allow_paths_flag(parser: argparse.ArgumentParser) -> None:

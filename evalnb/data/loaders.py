@@ -2,6 +2,7 @@
 
 A declaration is the manifest's model or a plain dict; only its fields are read, so this
 module does not depend on the manifest's class names. The kind is decided by its fields:
+``rows`` → the rows written in the manifest (copied, so a run never changes the suite);
 ``file_id`` → the file store; ``source: huggingface`` or any Hugging Face-only field →
 Hugging Face; ``format``, or a ``path`` ending in ``.jsonl``/``.ndjson``/``.csv``/``.json`` →
 a local file relative to the manifest's folder; any other ``path`` → Hugging Face.
@@ -18,7 +19,7 @@ from evalnb.data.row_readers import infer_format, iter_file, read_file
 from evalnb.errors import DatasetError
 from evalnb.home import evalnb_home
 
-Kind = Literal["file", "local", "huggingface"]
+Kind = Literal["inline", "file", "local", "huggingface"]
 HF_ONLY_FIELDS = ("name", "split", "revision", "max_rows", "dataset_kwargs", "data_files")
 LOCAL_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".json")
 
@@ -42,6 +43,8 @@ def load_rows(
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise DatasetError(f"task {task_id!r}: limit must be a non-negative integer (found {limit!r})")
     kind = dataset_kind(dataset)
+    if kind == "inline":
+        return _inline_rows(dataset, task_id, limit)
     if kind == "file":
         return _load_file_store(dataset, task_id, limit)
     if kind == "local":
@@ -86,6 +89,8 @@ def iter_rows(
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise DatasetError(f"task {task_id!r}: limit must be a non-negative integer (found {limit!r})")
     kind = dataset_kind(dataset)
+    if kind == "inline":
+        return iter(_inline_rows(dataset, task_id, limit))
     if kind == "file":
         path, fmt, source = _stored_file(dataset, task_id)
         return iter_file(path, fmt, source=source, limit=limit, hint=_UPLOAD_HINT)
@@ -115,6 +120,8 @@ _LOCAL_HINT = "if the file is in another encoding, name it in the dataset (e.g. 
 
 def dataset_kind(dataset: Any) -> Kind:
     """Which loader a declaration needs (see the module docstring for the rule)."""
+    if _get(dataset, "rows") is not None:
+        return "inline"
     if _get(dataset, "file_id") is not None:
         return "file"
     if str(_get(dataset, "source") or "").lower() == "huggingface":
@@ -125,6 +132,19 @@ def dataset_kind(dataset: Any) -> Kind:
     if _get(dataset, "format") is not None or (isinstance(path, str) and Path(path).suffix.lower() in LOCAL_SUFFIXES):
         return "local"
     return "huggingface"
+
+
+def _inline_rows(dataset: Any, task_id: str, limit: int | None) -> list[dict]:
+    """Copies of the rows written in the manifest (a plain dict declaration is checked here)."""
+    import copy
+
+    rows = _get(dataset, "rows")
+    if not isinstance(rows, list):
+        raise DatasetError(f"task {task_id!r}: dataset.rows must be a list of JSON objects")
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise DatasetError(f"task {task_id!r}: dataset.rows[{index}]: not a JSON object (found {type(row).__name__})")
+    return copy.deepcopy(rows[:limit] if limit is not None else rows)
 
 
 def _stored_file(dataset: Any, task_id: str) -> tuple[Path, str, str]:

@@ -1,6 +1,7 @@
-"""The three forms a manifest ``dataset`` takes (SPEC §3 and the Manifest decisions).
+"""The four forms a manifest ``dataset`` takes (SPEC §3 and the Manifest decisions).
 
-- **Which form.** ``{"file_id", "format"?}`` is an uploaded file. Otherwise a ``dataset`` is
+- **Which form.** ``{"rows": [...]}`` is rows written in the manifest (an evalnb extension,
+  `InlineDataset`). ``{"file_id", "format"?}`` is an uploaded file. Otherwise a ``dataset`` is
   Hugging Face when it has ``source`` or any Hugging Face-only key (``name``, ``split``,
   ``revision``, ``max_rows``, ``dataset_kwargs``, ``data_files``); else it is a local file when
   it has ``format`` or its ``path`` ends in ``.jsonl``, ``.ndjson``, ``.csv`` or ``.json`` (any
@@ -14,6 +15,11 @@
   ``dataset_kwargs``), whose values must be http(s) URLs with a host. A host that is an unsafe
   address in any spelling (loopback, private, link-local, reserved) or ``localhost`` is refused
   here; host names are resolved and checked when rows are loaded (``evalnb.data.url_safety``).
+- **Inline rows** are held to the rules a file's rows meet: each is a JSON object (``not a JSON
+  object (found list)``, as a JSONL line that is not one), its values JSON values, 1 to
+  ``MAX_ROWS`` of them (the cap a Hugging Face ``max_rows`` has; an empty list is an error here,
+  as an empty file is for ``Suite.validate()``). They are part of the manifest, so
+  ``suite.version`` changes when a row does.
 - **Encoding.** A local file may name its text ``encoding`` (default UTF-8): an evalnb
   extension, like the local file form itself; the name must be one Python knows.
 """
@@ -23,7 +29,7 @@ from __future__ import annotations
 import codecs
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, Discriminator, Field, Tag, WithJsonSchema
 from pydantic_core import InitErrorDetails
 
 from evalnb.suite._validation import ManifestModel, NonEmptyStr, custom_error, problem, show_value, union_message
@@ -33,6 +39,7 @@ __all__ = [
     "FileDataset",
     "LocalDataset",
     "HuggingFaceDataset",
+    "InlineDataset",
     "Dataset",
     "DATASET_TAGS",
     "dataset_kind",
@@ -40,6 +47,7 @@ __all__ = [
 ]
 
 MAX_HF_ROWS = 1_000_000
+MAX_ROWS = MAX_HF_ROWS  # inline rows: the one row cap SPEC §2.2 states
 LOCAL_FILE_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".json")  # as evalnb.data.loaders
 HF_ONLY_KEYS = frozenset({"source", "name", "split", "revision", "max_rows", "dataset_kwargs", "data_files"})
 BUILDER_PATHS = frozenset({"json", "csv"})
@@ -83,6 +91,66 @@ class LocalDataset(ManifestModel):
     @classmethod
     def _unknown_field(cls, key: str) -> str:
         return "unknown field; a local file dataset takes only path, format and encoding"
+
+
+def _json_row(value: Any) -> Any:
+    """A row is a JSON object whose values are JSON values (what a JSONL line holds)."""
+    if not isinstance(value, dict):
+        raise custom_error("row_type", f"not a JSON object (found {_type_name(value)})")
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise custom_error("row_key", f"field names must be strings (found {show_value(key)})")
+        where = _not_json(item)
+        if where is not None:
+            path, bad = where
+            raise custom_error("row_value", f"field {key + path!r} must be a string, number, boolean, null, list "
+                                            f"or object (found {_type_name(bad)})")
+    return value
+
+
+def _not_json(value: Any, path: str = "") -> tuple[str, Any] | None:
+    """(path below the field, value) of the first part of ``value`` that JSON cannot hold."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if value == value and value not in (float("inf"), float("-inf")) else (path, value)
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _not_json(item, f"{path}.{i}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{path}.{key}", key
+            found = _not_json(item, f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
+    return path, value
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value)  # nan, inf
+    return "null" if value is None else type(value).__name__
+
+
+Row = Annotated[Any, AfterValidator(_json_row), WithJsonSchema({"type": "object"})]
+
+
+class InlineDataset(ManifestModel):
+    """Rows written in the manifest itself (an evalnb extension): ``{"rows": [{...}, ...]}``."""
+
+    rows: Annotated[list[Row], Field(min_length=1, max_length=MAX_ROWS)] = Field(
+        description=f"the rows themselves, 1 to {MAX_ROWS:,} JSON objects; an evalnb extension "
+        "(the gateway takes file_id and Hugging Face datasets)",
+    )
+
+    @classmethod
+    def _unknown_field(cls, key: str) -> str:
+        return "unknown field; an inline dataset takes only rows"
 
 
 _DATA_FILES_WORDS = "a URL, a list of URLs or a mapping of split name to URL(s)"
@@ -134,28 +202,31 @@ class HuggingFaceDataset(ManifestModel):
 
 
 Dataset = Annotated[
-    Annotated[FileDataset, Tag("file")]
+    Annotated[InlineDataset, Tag("inline")]
+    | Annotated[FileDataset, Tag("file")]
     | Annotated[LocalDataset, Tag("local")]
     | Annotated[HuggingFaceDataset, Tag("huggingface")],
     Discriminator(
         lambda value: dataset_kind(value),
         custom_error_type="dataset_form",
         custom_error_message=(
-            'must be {"file_id": ...} (an uploaded file), {"path": "data/x.jsonl"} (a local '
+            'must be {"rows": [...]} (rows written here), {"file_id": ...} (an uploaded file), {"path": "data/x.jsonl"} (a local '
             'file) or a Hugging Face dataset {"path": "org/name", ...}'
         ),
     ),
 ]
 # The union's tags; a model with a `Dataset` field lists them in `_tagged_unions`.
-DATASET_TAGS = {"file": FileDataset, "local": LocalDataset, "huggingface": HuggingFaceDataset}
+DATASET_TAGS = {"inline": InlineDataset, "file": FileDataset, "local": LocalDataset, "huggingface": HuggingFaceDataset}
 
 
-def dataset_kind(value: Any) -> Literal["file", "local", "huggingface"] | None:
+def dataset_kind(value: Any) -> Literal["inline", "file", "local", "huggingface"] | None:
     """Which dataset form a manifest ``dataset`` value is (the rule in the module docstring)."""
     if isinstance(value, BaseModel):
         return next((tag for tag, model in DATASET_TAGS.items() if isinstance(value, model)), None)
     if not isinstance(value, dict):
         return None
+    if "rows" in value:
+        return "inline"
     if "file_id" in value:
         return "file"
     if HF_ONLY_KEYS & value.keys():

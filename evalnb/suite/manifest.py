@@ -17,6 +17,9 @@ reporting in ``evalnb.suite._validation``. Choices where SPEC.md leaves room:
   stays unset when not given (for ``model_backed`` it depends on the code).
 - **Metadata** values are JSON scalars (string, number, boolean, null); keys are at most 64
   characters and values at most 512 characters as written (``json.dumps`` for non-strings).
+- **Task type** defaults to ``"custom"``: it is only a label (SPEC §2.4). The gateway requires it,
+  so ``to_dict``/``to_yaml`` always write it and a manifest they produce loads there too.
+- **Inline rows** ``dataset: {rows: [...]}`` (task or few-shot): see ``evalnb.suite.datasets``.
 - **Few-shot** ``count`` defaults to 0; ``fewshot.count`` and ``num_fewshot`` may both be given
   only when they agree.
 - **Types are strict**: ``"120"`` is not a number and ``1`` is not ``true``.
@@ -61,6 +64,7 @@ from evalnb.suite.datasets import (
     DatasetFormat,
     FileDataset,
     HuggingFaceDataset,
+    InlineDataset,
     LocalDataset,
     dataset_kind,
     with_split,
@@ -91,6 +95,7 @@ __all__ = [
     "FileDataset",
     "LocalDataset",
     "HuggingFaceDataset",
+    "InlineDataset",
     "Dataset",
     "FewshotSpec",
     "PreprocessSpec",
@@ -126,6 +131,9 @@ TaskType = Literal[
     "custom",
 ]
 TASK_TYPES: tuple[str, ...] = get_args(TaskType)
+# Omitted `type` means "custom" ("anything else"): a label needs no choosing to run a task. The
+# gateway's SDK requires the field, so the canonical form (to_dict, to_yaml) always carries it.
+DEFAULT_TASK_TYPE = "custom"
 _DATASET_UNIONS = {"dataset": frozenset(DATASET_TAGS)}
 
 
@@ -182,7 +190,11 @@ class Task(ManifestModel):
 
     id: Identifier
     name: str | None = None
-    type: TaskType
+    type: TaskType = Field(
+        default=DEFAULT_TASK_TYPE,
+        description="a label for people and reports; scoring never depends on it. Optional in evalnb "
+        f"(default {DEFAULT_TASK_TYPE!r}); the gateway requires it, and to_dict()/to_yaml() always write it",
+    )
     dataset: Dataset
     prompt_template: NonEmptyStr
     target_template: str | None = None
@@ -376,6 +388,10 @@ class SuiteManifest(ManifestModel):
         """The canonical manifest: defaults filled, aliases folded; ``from_dict`` reads it back."""
         return self.model_dump(mode="json", exclude_none=True)
 
+    def to_yaml(self) -> str:
+        """``to_dict()`` as YAML that ``from_file`` reads back to an equal suite (code as literal blocks)."""
+        return yaml_text(self.to_dict())
+
     @property
     def version(self) -> str:
         """SHA-256 hex of the canonical JSON: key order and aliases do not change it.
@@ -425,6 +441,21 @@ def _parse_yaml(text: str, path: Path) -> Any:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         what = getattr(exc, "problem", None) or str(exc)
         raise whole_manifest_error(f"{path}: invalid YAML{where}: {what}", "yaml_syntax") from None
+
+
+def yaml_text(data: Any) -> str:
+    """YAML that evalnb reads back unchanged; multi-line strings (code) as literal blocks."""
+    import yaml  # lazy: only YAML output needs it
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: Any, value: str) -> Any:
+        style = "|" if "\n" in value else None  # PyYAML falls back where a block cannot hold it
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
 def _yaml_loader(yaml: Any) -> type:

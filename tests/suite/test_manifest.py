@@ -497,8 +497,9 @@ def test_field_type_errors(field, value, words):
 
 def test_required_task_fields():
     errors = errors_of({"tasks": [{}]})
-    for field in ("id", "type", "dataset", "prompt_template", "grader"):
+    for field in ("id", "dataset", "prompt_template", "grader"):
         assert errors[f"tasks[0].{field}"] == "required field is missing"
+    assert "tasks[0].type" not in errors  # a label: defaults to "custom" (tests/suite/test_inline_rows.py)
 
 
 # --- datasets ---------------------------------------------------------------------------------
@@ -908,7 +909,7 @@ def test_json_schema_describes_the_manifest():
     task_props = schema["$defs"]["Task"]["properties"]
     for field in ("id", "type", "dataset", "prompt_template", "target_template", "choices", "fewshot", "num_fewshot", "preprocess", "output_extraction", "metrics", "grader", "metadata"):
         assert field in task_props
-    assert set(schema["$defs"]["Task"]["required"]) == {"id", "type", "dataset", "prompt_template", "grader"}
+    assert set(schema["$defs"]["Task"]["required"]) == {"id", "dataset", "prompt_template", "grader"}  # type: a label, "custom"
     assert schema["properties"]["tasks"]["maxItems"] == 100
     assert schema["$defs"]["GraderSpec"]["properties"]["timeout_seconds"]["maximum"] == 600
 
