@@ -507,12 +507,13 @@ def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Name
     _print_cost(result)
     print(f"run_id: {result.run_id}  status: {result.status}  samples: {counts.get('total', 0)}  failed: {failed}"
           + (f"  not run: {not_run}" if not_run else ""))
+    shown = not getattr(args, "no_progress", False)  # the progress display said the reasons already
     if result.status == "stopped":
         _err(f"{result.run.get('error') or 'stopped by its budget'}; CLI: evalnb resume {result.run_id} --max-cost-usd USD")
-    elif result.run.get("error"):
-        _err(f"run error: {result.run['error']}")
+    elif result.run.get("error") and not shown:
+        _err(f"run error: {_error_without_reasons(result.run['error'])}")
     if failed or not_run:
-        _report_failures(result, failed, not_run)
+        _report_failures(result, failed, not_run, reasons_shown=shown)
     if interrupted is not None:
         _err(f"interrupted: {interrupted}; `evalnb resume {result.run_id}` (or the same `evalnb run`) continues it")
         return 130
@@ -579,21 +580,34 @@ def _check_keys(models: list[Model]) -> None:
         raise CliError(problem)
 
 
-def _report_failures(result: RunResult, failed: int, not_run: int = 0) -> None:
-    reasons = result.failure_reasons()
+def _report_failures(result: RunResult, failed: int, not_run: int = 0, *, reasons_shown: bool = False) -> None:
+    """Each reason once: with counts (unless the progress display printed them), then where to
+    look; the failed samples are named by place, not by repeating their message."""
+    what = f"{failed} sample(s) failed" + (f", {not_run} not run" if not_run else "")
+    error = _error_without_reasons(str(result.run.get("error") or ""))
+    from evalnb.runner.progress import said_before
+
+    # not again what the progress display or the run error (a model's stop) quoted
+    reasons = [] if reasons_shown else [(r, n) for r, n in result.failure_reasons() if not said_before(r, [error])]
     if reasons:
-        what = f"{failed} sample(s) failed" + (f", {not_run} not run" if not_run else "")
         _err(f"{what}; the commonest reasons:")
         for reason, n in reasons:
             print(f"  {n} x {_one_line(reason)}", file=sys.stderr)
-    if not failed:
-        return
-    frame = result.samples
-    bad = frame[frame["status"] == "failed"].head(3)
-    _err(f"{failed} sample(s) failed, for example:")
-    for row in bad.to_dict("records"):
-        print(f"  {row['task_id']} / {row['model']} #{row['sample_index']}: {_one_line(row['error'])}", file=sys.stderr)
-    print(f"  see: evalnb show {result.run_id} --samples --failed", file=sys.stderr)
+    else:
+        _err(f"{what} (the reasons are above)")
+    if failed:
+        frame = result.samples
+        bad = frame[frame["status"] == "failed"].head(3)
+        places = ", ".join(f"{r['task_id']} / {r['model']} #{r['sample_index']}" for r in bad.to_dict("records"))
+        print(f"  e.g. {places}; see: evalnb show {result.run_id} --samples --failed", file=sys.stderr)
+    if result.status in ("failed", "cancelled"):
+        print(f"  `evalnb resume {result.run_id}` sends the failed and not-run samples again", file=sys.stderr)
+
+
+def _error_without_reasons(error: str) -> str:
+    """A run's error without the parts the reasons list says (``top reasons: ...``, the resume hint)."""
+    error = error.split("; top reasons: ", 1)[0]
+    return _one_line(error.split("; evalnb.resume(", 1)[0])
 
 
 # ---- runs, show, export -------------------------------------------------------------------

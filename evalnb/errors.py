@@ -18,9 +18,16 @@ class ManifestError(EvalnbError, ValueError):
 
     def __init__(self, errors: list[dict[str, Any]]):
         self.errors = list(errors)
-        lines = [f"{e['loc']}: {e['msg']}" if e.get("loc") else e["msg"] for e in self.errors]
+        lines = [_line(e) for e in self.errors]
         noun = "problem" if len(lines) == 1 else "problems"
         super().__init__(f"invalid manifest ({len(lines)} {noun}):\n  " + "\n  ".join(lines))
+
+
+def _line(error: dict[str, Any]) -> str:
+    """``tasks[0].grader: msg``, or with the task's id when known (a run's checks name it)."""
+    if error.get("task_id") and error.get("loc"):
+        return f"task {error['task_id']!r} ({error['loc']}): {error['msg']}"
+    return f"{error['loc']}: {error['msg']}" if error.get("loc") else error["msg"]
 
 
 class DatasetError(EvalnbError, ValueError):

@@ -392,10 +392,9 @@ def test_a_task_that_cannot_start_fails_the_run_with_exit_1(env, server, capsys)
     manifest["tasks"][0]["dataset"]["path"] = "data/missing.jsonl"
     path = _write_suite(env, manifest)
     code, out, err = _run(capsys, "run", path, "--model", f"good@{server.base_url}", "--allow-failures")
-    assert code == 1  # a failed run is never allowed
-    assert "status: failed" in out and _metric_line(out, "echo", "good").split()[3:7] == ["5", "0", "0", "0.8000"]
-    assert "error: task arith, model good: DatasetError" in out
-    assert "run error: task 'arith'" in err and "missing.jsonl" in err
+    assert code == 1  # refused before it starts (tests/runner/test_run_refused.py): no run, no call
+    assert out == "" and server.request_count == 0
+    assert "task 'arith' (tasks[0]).dataset: dataset file not found" in err and err.count("missing.jsonl") == 1
 
 
 # ---- runs, show, export -----------------------------------------------------------------------

@@ -279,7 +279,8 @@ class BatchAPI:
             await asyncio.sleep(delay)
 
     def _error(self, message: str, status: int | None) -> ProviderError:
-        return ProviderError(redact(f"{self.model.label}: batch API {message}", self.model.secrets()),
+        hint = f"; {self.model.key_hint()}" if status == 401 else ""
+        return ProviderError(redact(f"{self.model.label}: batch API {message}{hint}", self.model.secrets()),
                              status=status, retryable=status is None or is_retryable_status(status))
 
 

@@ -290,7 +290,8 @@ class ModelClient:
                 if self.limit is not None:
                     self.limit.release(token, outcome)
                 tries = f" (after {stats.attempts} attempts)" if stats.attempts > 1 else ""
-                message = redact(f"{self.model.label}: {result.message}{tries}", secrets)
+                hint = f"; {self.model.key_hint()}" if result.status == 401 else ""
+                message = redact(f"{self.model.label}: {result.message}{tries}{hint}", secrets)
                 raise ProviderError(message, status=result.status, retryable=result.retryable)
             delay = next_delay(retries, result.status, result.headers, self._rng, now=time.time(),
                                base=self.backoff_base, cap=self.backoff_cap)

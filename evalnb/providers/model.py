@@ -97,6 +97,18 @@ class Model:
         env = self.key_env
         return (os.environ.get(env) or None) if env else None
 
+    def key_hint(self) -> str:
+        """What to fix after a 401: ``401 from <url>: check OPENAI_API_KEY`` (the key this model sends)."""
+        where = f"401 from {self.base_url}"
+        if self.api_key:
+            return f"{where}: check the api_key given to Model({self.name!r}, ...)"
+        env = self.key_env
+        if env:
+            unset = "" if os.environ.get(env) else " (it is not set)"
+            return f"{where}: check {env}{unset}"
+        return (f"{where}: no key was sent; name its variable with Model(..., api_key_env='VAR') "
+                "(CLI: --model NAME@URL,api_key_env=VAR)")
+
     def request_headers(self) -> dict[str, str]:
         """Headers for every request: ``Authorization: Bearer <key>`` (if any) and ``headers``."""
         out: dict[str, str] = {}

@@ -44,7 +44,9 @@ def verdicts(table: pd.DataFrame, *, alpha: float = 0.05, power: float = 0.8) ->
     rows = [_verdict(r, alpha, power) for r in table.to_dict("records")]
     out = pd.DataFrame.from_records(rows, columns=list(VERDICT_COLUMNS))
     out["n_needed"] = pd.array([r["n_needed"] for r in rows], dtype="Int64")
-    return out
+    from evalnb.results.compact import whole_verdicts
+
+    return whole_verdicts(out)  # displays each sentence whole; every column is still there
 
 
 def _missing(value: Any) -> bool:

@@ -372,7 +372,10 @@ class RunResult:
         its error is shown on every row of that task and model. A run with epochs also gets
         ``pass_at_<k>`` columns for 0/1 metrics (`evalnb.results.epochs`).
         """
-        return self._metrics_table().drop(columns="n_clusters")
+        from evalnb.results.compact import compact_metrics
+
+        # every column is there; a notebook and repr show the main ones (evalnb.results.compact)
+        return compact_metrics(self._metrics_table().drop(columns="n_clusters"))
 
     def summarize(self, *, task_id: str | Iterable[str] | None = None, cluster_by: str | None = None,
                   confidence: float = 0.95) -> pd.DataFrame:
@@ -703,6 +706,8 @@ class RunResult:
         not_run = f" not_run={counts['not_run']}" if counts.get("not_run") else ""
         reasons = self.failure_reasons(1) if counts.get("failed") or counts.get("not_run") else []
         why = f": {reasons[0][0]} ({reasons[0][1]})" if reasons else ""
+        if not why and self.status == "failed" and self._run.get("error"):  # failed before any sample
+            why = f": {' '.join(str(self._run['error']).split())[:300]}"
         return (f"<RunResult {self.run_id or '(not stored)'} status={self.status or 'unknown'} "
                 f"samples={counts.get('total', '?')} failed={counts.get('failed', '?')}{not_run}{why}>")
 

@@ -154,6 +154,7 @@ async def arun(
         max_cost_usd=max_cost_usd,
     )
     check_keys(plan)
+    await check_suite_first(plan)
     return await RunEngine(plan, store=store, progress=progress).execute()
 
 
@@ -281,6 +282,20 @@ def check_keys(plan: Any) -> None:
     problem = missing_keys([*plan.models, plan.judge_model, plan.embedding_model])
     if problem:
         raise MissingKeyError(f"{problem}; set it, or give the model its key with api_key=")
+
+
+CHECK_ROWS = 1000  # rows of a file dataset a run checks before it starts (the rest stream in as it runs)
+
+
+async def check_suite_first(plan: Any) -> None:
+    """Start nothing that `Suite.validate()` rejects: the same checks, on the tasks the run runs
+    (at most `CHECK_ROWS` rows of each dataset), raising every problem at once before any model
+    call, request or store write. A template field in no row stays the run's warning."""
+    from evalnb.suite.checks import acheck_suite, refusal
+
+    error = refusal(await acheck_suite(plan.suite, task_ids=set(plan.task_ids), rows=CHECK_ROWS))
+    if error is not None:
+        raise error
 
 
 def stored_options(record: dict[str, Any]) -> dict[str, Any]:

@@ -252,6 +252,10 @@ class RunEngine:
             finally:
                 self.store.update_run(self.run_id, status=status, error=error)
                 self.progress.status = status
+                # what no sample's reason says: tasks that could not start, or the error that ended the run
+                tasks = "; ".join(f"task {t!r}: {m}" for t, m in self.task_errors.items())
+                shown = tasks or (error if status == "failed" and not self.progress.reasons else "")
+                self.progress.error = self.progress.scrub(shown or "")
                 if self.display is not None:
                     self.display.close()
                 await self._close_pools()

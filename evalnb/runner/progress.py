@@ -84,6 +84,7 @@ class RunProgress:
     warnings: list[str] = field(default_factory=list)  # shown above the counters, once each
     budget: Any = None  # the run's `runner.budget.Budget`: spend so far and the limit
     reasons: Counter = field(default_factory=Counter)  # why samples failed or were not run -> how many
+    error: str = ""  # at the end: why the run failed where no sample says it (a task that could not start)
 
     notes: list[str] = field(default_factory=list)  # what the run is doing, said once (a resume's plan)
     # masks the run's keys in what is shown (the store's redaction): failure reasons quote errors
@@ -102,8 +103,21 @@ class RunProgress:
         self.reasons[self.scrub(" ".join(reason.split())[:200])] += 1
 
     def top_reasons(self, n: int = 3) -> str:
-        """``HTTP 401: bad key (97); ...``: the commonest reasons with their counts, or ""."""
-        return "; ".join(f"{reason} ({count})" for reason, count in self.reasons.most_common(n))
+        """``HTTP 401: bad key (97); ...``: the commonest reasons with their counts, then what no
+        sample says (tasks that could not start: a run that failed before its first sample), or ""."""
+        parts = [f"{reason} ({count})" for reason, count in self.reasons.most_common(n)]
+        return "; ".join(parts + ([self.error] if self.error else []))
+
+    def final_reasons(self, n: int = 3) -> str:
+        """`top_reasons` for the last line under warnings already printed: a reason a warning
+        quoted is not quoted again (``m: as the warning above says (97)``)."""
+        parts = []
+        for reason, count in self.reasons.most_common(n):
+            if said_before(reason, self.warnings):
+                parts.append(f"{reason.split(': ', 1)[0]}: as the warning above says ({count})")
+            else:
+                parts.append(f"{reason} ({count})")
+        return "; ".join(parts + ([self.error] if self.error else []))
 
     @property
     def spend(self) -> str:
@@ -126,6 +140,14 @@ class RunProgress:
     @property
     def total(self) -> int:
         return sum(m.total for m in self.models.values())
+
+
+def said_before(reason: str, texts: list[str]) -> bool:
+    """Whether a sample's failure reason (``label: message``) is quoted in one of ``texts``
+    (a model's stop warning quotes the message that stopped it)."""
+    core = reason.split(": ", 1)[1] if ": " in reason else reason
+    core = " ".join(core.split())[:80]
+    return bool(core) and any(core in " ".join(text.split()) for text in texts)
 
 
 class TextDisplay:
@@ -156,8 +178,8 @@ class TextDisplay:
         line = f"[evalnb {p.run_id[-8:]}] {p.done}/{p.total} ({rate:.0f}/s){spend} {models}"
         if final:
             line += f" — {p.status} in {elapsed:.1f}s"
-            if p.reasons:  # the reasons under the counts, so "60 failed" never stands alone
-                line += f"\nevalnb: why: {p.top_reasons()}"
+            if p.top_reasons():  # the reasons under the counts, so "60 failed" never stands alone
+                line += f"\nevalnb: why: {p.final_reasons()}"
         if self.tty:
             self.stream.write("\r" + line.ljust(len(self._last_line)) + ("\n" if final else ""))
         elif final or time.monotonic() - self._last_print > 5:

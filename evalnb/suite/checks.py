@@ -10,7 +10,11 @@ held against its ``metrics`` (`evalnb.suite.metric_names`). Every problem is rep
 first, as a `Problem` naming the task by id and position.
 
 A template field counts as a problem only when it is in *no* loaded row: a value missing from
-some rows renders as "" (SPEC), and the run counts those prompts (`n_missing_field`).
+some rows renders as "" (SPEC), and the run counts those prompts (`n_missing_field`). Such a
+problem has ``kind == "missing_field"``: a run only warns about it (`refusal` leaves it out).
+
+`refusal` is what a run raises when the checks found problems (`evalnb.run` runs them first on
+the tasks it will run, with a row limit, and starts nothing when they fail).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ if TYPE_CHECKING:
     from evalnb.sandbox import SandboxPool
     from evalnb.suite.manifest import SuiteManifest, Task
 
-__all__ = ["HF_CHECK_ROWS", "Problem", "check_suite", "missing_field_problems", "row_fields"]
+__all__ = ["HF_CHECK_ROWS", "Problem", "acheck_suite", "check_suite", "missing_field_problems", "refusal", "row_fields"]
 
 HF_CHECK_ROWS = 5  # rows read from a Hugging Face dataset (its rows share one schema)
 _FIELD_ORDER = ("dataset", "preprocess", "prompt_template", "target_template", "fewshot.dataset",
@@ -44,6 +48,7 @@ class Problem:
     position: int
     field: str
     message: str
+    kind: str = "error"  # "missing_field": a template field in no row (a run warns, it does not refuse)
 
     @property
     def loc(self) -> str:
@@ -60,10 +65,13 @@ def check_suite(suite: SuiteManifest, *, hf_rows: int = HF_CHECK_ROWS) -> list[P
     """Every problem of every task (see the module docstring); ``[]`` when a run would start clean."""
     from evalnb.aio import run_sync
 
-    return run_sync(_check_suite(suite, hf_rows))
+    return run_sync(acheck_suite(suite, hf_rows=hf_rows))
 
 
-async def _check_suite(suite: SuiteManifest, hf_rows: int) -> list[Problem]:
+async def acheck_suite(suite: SuiteManifest, *, hf_rows: int = HF_CHECK_ROWS, task_ids: Any = None,
+                       rows: int | None = None) -> list[Problem]:
+    """`check_suite` in a running event loop; ``task_ids`` limits it to those tasks and ``rows``
+    reads at most that many rows of a file dataset too (a run's check before it starts)."""
     from evalnb.sandbox import SandboxPool
 
     pool = SandboxPool(1)
@@ -71,7 +79,8 @@ async def _check_suite(suite: SuiteManifest, hf_rows: int) -> list[Problem]:
     try:
         problems: list[Problem] = []
         for position, task in enumerate(suite.tasks):
-            problems += await _TaskCheck(suite, task, position, pool, hf_rows).run()
+            if task_ids is None or task.id in task_ids:
+                problems += await _TaskCheck(suite, task, position, pool, hf_rows, rows).run()
         return problems
     finally:
         warm.cancel()
@@ -86,7 +95,7 @@ def missing_field_problems(task: Task, position: int, rows: list[dict], *, what:
     problems = []
     for field, template in (("prompt_template", task.prompt_template), ("target_template", task.target_template)):
         for path in fields_in_no_row(template or "", rows, choices):
-            problems.append(Problem(task.id, position, field, _no_field(path, rows, what)))
+            problems.append(Problem(task.id, position, field, _no_field(path, rows, what), MISSING_FIELD))
     return problems
 
 
@@ -127,7 +136,8 @@ class MissingFields:
             return []
         fields = list(self._fields)
         shown = ", ".join(fields[:30]) + (", ..." if len(fields) > 30 else "")
-        return [Problem(self.task.id, position, field, f"field {path!r} is in no {what}; fields are: {shown or '(none)'}")
+        return [Problem(self.task.id, position, field, f"field {path!r} is in no {what}; fields are: {shown or '(none)'}",
+                        MISSING_FIELD)
                 for field, paths in self._missing.items() for path in paths]
 
 
@@ -152,12 +162,14 @@ def _no_field(path: str, rows: list[dict], what: str) -> str:
 class _TaskCheck:
     """The checks of one task, each adding its problems; later checks skip what earlier ones broke."""
 
-    def __init__(self, suite: SuiteManifest, task: Task, position: int, pool: SandboxPool, hf_rows: int) -> None:
+    def __init__(self, suite: SuiteManifest, task: Task, position: int, pool: SandboxPool, hf_rows: int,
+                 rows: int | None = None) -> None:
         self.suite, self.task, self.position, self.pool, self.hf_rows = suite, task, position, pool, hf_rows
+        self.rows = rows
         self.problems: list[Problem] = []
 
-    def problem(self, field: str, message: str) -> None:
-        self.problems.append(Problem(self.task.id, self.position, field, _without_task(message, self.task.id)))
+    def problem(self, field: str, message: str, kind: str = "error") -> None:
+        self.problems.append(Problem(self.task.id, self.position, field, _without_task(message, self.task.id), kind))
 
     async def run(self) -> list[Problem]:
         import asyncio
@@ -185,7 +197,7 @@ class _TaskCheck:
 
         from evalnb.data.loaders import dataset_kind, load_rows
 
-        limit = self.hf_rows if dataset_kind(dataset) == "huggingface" else None
+        limit = self.hf_rows if dataset_kind(dataset) == "huggingface" else self.rows
         try:
             return await asyncio.to_thread(
                 load_rows, dataset, base_dir=self.suite.base_dir, task_id=self.task.id,
@@ -235,7 +247,7 @@ class _TaskCheck:
             field = f"fewshot.{name}" if own is not None else "fewshot.dataset"
             for path in fields_in_no_row(template or "", rows, choices):
                 where = "" if own is not None else f" ({name}, used for the few-shot examples)"
-                self.problem(field, _no_field(path, rows, "few-shot row") + where)
+                self.problem(field, _no_field(path, rows, "few-shot row") + where, MISSING_FIELD)
 
     def _extraction(self) -> None:
         from evalnb.scoring.extraction import make_extractor
@@ -258,6 +270,31 @@ class _TaskCheck:
             await Grader(self.task.grader, task_id=self.task.id, pool=self.pool).check()
         except Exception as exc:  # noqa: BLE001 - SandboxError: does not load, no grade function, bad spec
             self.problem("grader", _text(exc))
+
+
+MISSING_FIELD = "missing_field"
+_DATASET_FIELDS = ("dataset", "fewshot.dataset")
+
+
+def refusal(problems: list[Problem]) -> Exception | None:
+    """The error a run raises for these problems, naming every one; None when it may start.
+
+    Template fields in no row are left out (the run warns about them). Only dataset problems (a
+    missing file, a bad line): a `DatasetError`; anything else too: a `ManifestError`, whose
+    ``errors`` hold every problem (``loc``, ``msg``, ``task_id``).
+    """
+    from evalnb.errors import DatasetError, ManifestError
+
+    blocking = [p for p in problems if p.kind != MISSING_FIELD]
+    if not blocking:
+        return None
+    if all(p.field in _DATASET_FIELDS for p in blocking):
+        noun = "problem" if len(blocking) == 1 else "problems"
+        error = DatasetError(f"the run did not start ({len(blocking)} dataset {noun}):\n  "
+                             + "\n  ".join(map(str, blocking)))
+        error.problems = blocking  # type: ignore[attr-defined]
+        return error
+    return ManifestError([{**p.as_dict(), "type": p.kind} for p in blocking])
 
 
 def _text(exc: BaseException) -> str:

@@ -229,12 +229,17 @@ def table(header: list[str], rows: list[tuple[str, list[str]]]) -> str:
     )
 
 
+ANY_MODEL = "(any model)"  # the estimate's row when the preview was given no model
+
+
 def estimate_view(estimate: Any, task_id: str) -> str:
     """`evalnb.estimate` for one task: calls, estimated input tokens and the cost bound per model."""
     rows = []
     for r in estimate.table.to_dict("records"):
         cost = r["max_cost_usd"]
         cost_text = f"${cost:,.4f}" if cost == cost else ("no price" if not r.get("priced") else "no bound")
+        if r["model"] == ANY_MODEL:
+            cost_text = "(per model)"
         rows.append(f"<tr><td>{esc(r['model'])}</td><td style='text-align:right'>{r['calls']:,}</td>"
                     f"<td style='text-align:right'>~{r['input_tokens']:,}</td>"
                     f"<td style='text-align:right'>{esc(cost_text)}</td></tr>")

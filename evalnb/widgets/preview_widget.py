@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PreviewWidget", "preview", "request_payload", "stored_outputs"]
 
-PLACEHOLDER_MODEL = "your-model"
+# No model given: the request is shown with this in place of the model's name, and with no
+# provider (no base URL, no price): what a run's defaults send to whichever model it is given.
+MODEL_SLOT = "<model>"
 _SCORE_HINT = "Press Score to run the grader on this output."
 
 Outputs = dict[str, dict[int, list[tuple[str | None, str | None]]]]
@@ -47,8 +49,9 @@ def preview(
     ``outputs``: stored outputs to grade, ``{sample_index: output_text}`` (for the initial
     task) or a DataFrame with ``sample_index``, ``output_text`` and optional ``model`` and
     ``task_id`` columns. ``limit`` caps the items read per task (for huge datasets).
-    ``model``/``generation`` shape the request payload shown (default: each of ``models``,
-    else a placeholder model on the Responses API). The Estimate tab counts what running the task would send
+    ``model``/``generation`` shape the request payload shown (default: each of ``models``;
+    with none, the body a run's defaults send to any model: the Responses API, ``"<model>"``
+    in the model's place, no provider and no price). The Estimate tab counts what running the task would send
     (`evalnb.estimate`) for ``models`` (default: ``model``; give them with ``price=`` for a
     cost bound) and ``epochs``.
     """
@@ -137,9 +140,11 @@ class PreviewWidget:
         self.suite, self.limit = suite, limit
         given = [_as_model(m) for m in models] if models else []
         # the request tab shows what each model of the run would be sent; `model` wins when given
-        self.model = _as_model(model) if model is not None or not given else given[0]
+        self.model: Model | None = _as_model(model) if model is not None else (given[0] if given else None)
         self.request_models = [self.model] if model is not None or not given else given
-        self.estimate_models = given or [self.model]
+        if self.model is None:
+            self.request_models = []  # no model: the run's defaults, no provider invented
+        self.estimate_models = given or self.request_models
         self.epochs = epochs
         self.generation = Generation.from_value(generation).canonical()
         self.outputs = stored_outputs(outputs, task_id)
@@ -173,6 +178,11 @@ class PreviewWidget:
         return self._items.get(self.task_id, [])
 
     @property
+    def _label(self) -> str:
+        """The model name graders see for a tried output (``"<model>"`` when none was given)."""
+        return self.model.label if self.model is not None else MODEL_SLOT
+
+    @property
     def item(self) -> "Item | None":
         items = self.items
         return items[self.index] if items else None
@@ -182,14 +192,25 @@ class PreviewWidget:
         """`evalnb.estimate` of the current task (its items as loaded here) for the preview's models."""
         from evalnb.runner.preflight import estimate
 
-        return estimate(self.suite, self.estimate_models, generation=self.generation, task_ids=[self.task_id],
-                        epochs=self.epochs, items={self.task_id: self.items})
+        models = self.estimate_models or [_slot_model()]
+        found = estimate(self.suite, models, generation=self.generation, task_ids=[self.task_id],
+                         epochs=self.epochs, items={self.task_id: self.items})
+        if not self.estimate_models:  # counted for any model: say so, and no "no price for <model>"
+            found.table["model"] = h.ANY_MODEL
+            found.notes[:] = [n for n in found.notes if not n.startswith("no price for")]
+            found.notes.append("no model given: pass models=[evalnb.Model(..., price=...)] to see each model's "
+                               "request and cost bound")
+        return found
 
     @property
     def request(self) -> dict[str, Any] | None:
         """The request body for the current item (None when the task has no items)."""
         item = self.item
-        return None if item is None else request_payload(self.model, item.prompt, self.generation)
+        if item is None:
+            return None
+        if self.model is None:
+            return build_responses_request(MODEL_SLOT, item.prompt, self.generation, is_openai=False)
+        return request_payload(self.model, item.prompt, self.generation)
 
     # -- navigation ---------------------------------------------------------------------------
 
@@ -239,7 +260,7 @@ class PreviewWidget:
         if item is None:
             result = {"extracted_output": None, "scores": {}, "error": self._no_items_message()}
         else:
-            result = self._grade(item, [(self.model.label, text)])[0]
+            result = self._grade(item, [(self._label, text)])[0]
         self.last_result = result
         self.result_html.value = h.result_view(result, "result for your output")
         return result
@@ -374,6 +395,13 @@ class PreviewWidget:
 
     def _request_view(self, item: "Item") -> str:
         parts = []
+        if not self.request_models:
+            parts.append(h.note(
+                "No model given: this is the body a run's defaults send (the Responses API, POST "
+                "<base_url>/responses of each model you run), with the model's name where it says "
+                f"{MODEL_SLOT!r}. Pass models=[evalnb.Model(...)] to see each model's exact request "
+                "(chat models, OpenAI-only fields)."))
+            parts.append(h.json_block(self.request))
         for model in self.request_models:
             path = "/chat/completions" if model.api == "chat" else "/responses"
             label = f"{model.label}: " if len(self.request_models) > 1 else ""
@@ -444,7 +472,7 @@ class PreviewWidget:
 
     def _sample(self, item: "Item", label: str | None, text: str | None, result: dict) -> dict:
         return {
-            "task_id": self.task_id, "model": label or self.model.label, "sample_index": item.index,
+            "task_id": self.task_id, "model": label or self._label, "sample_index": item.index,
             "prompt": item.prompt, "target": item.target, "output_text": text,
             "extracted_output": result["extracted_output"], "dataset_row": item.row,
             "response_id": None, "usage": None,
@@ -490,9 +518,12 @@ def _as_index(value: Any) -> int | None:
     return int(value.__index__())
 
 
-def _as_model(model: Model | str | None) -> Model:
-    if model is None:
-        return Model(PLACEHOLDER_MODEL, api="responses")
+def _slot_model() -> Model:
+    """What `estimate` counts with when no model is given (never called; its row is relabelled)."""
+    return Model(MODEL_SLOT, base_url="http://127.0.0.1:9/v1")
+
+
+def _as_model(model: Model | str) -> Model:
     if isinstance(model, str):
         return Model(model)
     if not isinstance(model, Model):

@@ -20,6 +20,7 @@ import pytest
 import evalnb
 from evalnb import Model
 from evalnb.testing import Fault
+from evalnb.errors import ManifestError
 from helpers.runner_kit import item_number, planted_answer, rows
 
 pytestmark = pytest.mark.usefixtures("evalnb_home")
@@ -464,6 +465,16 @@ def test_a_grader_that_raises_fails_only_those_samples(make_suite, model_server)
     assert (m["n"], m["n_failed"], m["mean"]) == (6, 3, 1.0)
 
 
+def _run_unchecked(suite, models):
+    """The engine alone, without `evalnb.run`'s checks first: what happens when a problem shows
+    only once the run is under way (a file removed meanwhile, a row past the checked ones)."""
+    from evalnb.aio import run_sync
+    from evalnb.runner.engine import RunEngine
+    from evalnb.runner.run_plan import make_plan
+
+    return run_sync(RunEngine(make_plan(suite, models), store=None, progress=False).execute())
+
+
 def test_a_failing_preprocessor_fails_its_task_only(make_suite, model_server):
     bad = {"preprocess": {"source": (
         "def transform_row(row):\n"
@@ -472,8 +483,11 @@ def test_a_failing_preprocessor_fails_its_task_only(make_suite, model_server):
         "    return row\n")}}
     suite = make_suite({"broken": rows(5), "fine": rows(5, tag="f")}, broken=bad)
     server = model_server()
+    with pytest.raises(ManifestError, match=r"task 'broken' \(tasks\[0\]\.preprocess\): .*row 3"):
+        evalnb.run(suite, _models(server, ("good", "responses"), ("meh", "chat")), progress=False)
+    assert server.request_count == 0  # refused before it started
 
-    result = evalnb.run(suite, _models(server, ("good", "responses"), ("meh", "chat")), progress=False)
+    result = _run_unchecked(suite, _models(server, ("good", "responses"), ("meh", "chat")))
 
     assert result.status == "failed"
     error = result.run["error"]
@@ -651,7 +665,10 @@ def test_a_grader_that_does_not_load_fails_its_task_before_any_model_call(make_s
         {"broken": rows(4), "fine": rows(4)},
         broken={"grader": {"source": "def grade(sample, item):\n    return (\n"}},
     )
-    result = evalnb.run(suite, [evalnb.Model("good", base_url=server.base_url)], progress=False)
+    with pytest.raises(ManifestError, match=r"task 'broken' \(tasks\[0\]\.grader\): .*never closed"):
+        evalnb.run(suite, [evalnb.Model("good", base_url=server.base_url)], progress=False)
+    assert server.request_count == 0
+    result = _run_unchecked(suite, [evalnb.Model("good", base_url=server.base_url)])
     assert result.status == "failed"
     assert server.request_count == 4  # only the "fine" task was sent
     errors = result.metrics.set_index("task_id")["error"]
@@ -672,7 +689,7 @@ def test_a_task_whose_rows_and_grader_both_fail_reports_the_rows_and_leaves_noth
     )
     (tmp_path / "data" / "gone.jsonl").unlink()
     with caplog.at_level("ERROR", logger="asyncio"):
-        result = evalnb.run(suite, [evalnb.Model("good", base_url=server.base_url)], progress=False)
+        result = _run_unchecked(suite, [evalnb.Model("good", base_url=server.base_url)])
         gc.collect()
     assert result.status == "failed"
     assert server.request_count == 4

@@ -201,7 +201,7 @@ def test_request_payload_responses_api_holds_exact_prompt_and_model(suite):
     w = preview(suite, "mc")
     w.show(1)
     prompt = w.item.prompt
-    assert w.request == {"model": "your-model", "input": prompt}
+    assert w.request == {"model": "<model>", "input": prompt}  # no model given: no provider invented
     assert payload(w.request_html.value) == w.request
     assert html.escape(json.dumps(prompt, ensure_ascii=False)) in w.request_html.value
     assert "/responses" in w.request_html.value
@@ -227,6 +227,19 @@ def test_request_payload_warns_about_fields_the_endpoint_will_not_get(suite):
     w = preview(suite, "mc", model="gpt-4.1-mini", generation={"top_k": 5, "temperature": 0.5})
     assert "not sent to this endpoint: top_k" in text_of(w.request_html.value)
     assert w.request == {"model": "gpt-4.1-mini", "input": w.item.prompt, "temperature": 0.5}
+
+
+def test_without_models_the_preview_shows_the_run_defaults_and_invents_no_provider(suite):
+    w = preview(suite, "mc")
+    view = text_of(w.request_html.value)
+    assert "api.openai.com" not in view and "your-model" not in view and "OPENAI" not in view
+    assert "No model given" in view and "POST <base_url>/responses" in view
+    assert payload(w.request_html.value) == {"model": "<model>", "input": w.item.prompt}
+    estimate = text_of(w.estimate_html.value)
+    assert "no price" not in estimate and "<model>" not in estimate
+    assert "(any model)" in estimate and f"{len(w.items):,}" in estimate and "pass models=" in estimate
+    static = text_of(w.static_html())
+    assert "api.openai.com" not in static and "no price for" not in static
 
 
 def test_the_request_tab_shows_the_models_given_not_a_placeholder(suite):
@@ -394,7 +407,7 @@ def test_static_html_and_mimebundle_carry_the_prompt(suite):
     w.show(2)
     static = w.static_html()
     assert w.item.question in text_of(static)
-    assert "Sky colour?" in text_of(static) and "your-model" in static
+    assert "Sky colour?" in text_of(static) and "&lt;model&gt;" in static
     assert w._repr_html_() == static
     bundle = w._repr_mimebundle_()
     assert bundle["text/html"] == static
