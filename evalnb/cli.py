@@ -208,6 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source", help="a run id (a unique prefix or suffix, or 'latest'), or a NOTEBOOK.ipynb")
     p.add_argument("--baseline", metavar="RUN_ID", help="runs: add the diff against this run")
     p.add_argument("--execute", action="store_true", help="notebooks: execute it first (in its folder)")
+    p.add_argument("--interactive", action="store_true",
+                   help="notebooks: live Plotly charts, plotly.js inlined once (~4.8 MB); default: pictures")
     p.add_argument("-o", "--output", metavar="PATH", help="default: <run_id>.html or <notebook>.html here")
     p.set_defaults(handler=cmd_report)
     return parser
@@ -709,7 +711,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not Path(args.source).is_file():
             raise CliError(f"no notebook at {args.source}")
         try:
-            out = notebook_report(args.source, args.output or f"{Path(args.source).stem}.html", execute=args.execute)
+            out = notebook_report(args.source, args.output or f"{Path(args.source).stem}.html", execute=args.execute,
+                                  interactive=args.interactive)
         except ImportError as exc:
             raise CliError(str(exc)) from None
     else:
@@ -718,6 +721,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         if args.execute:
             raise CliError("--execute is for a notebook; a run report reads the stored run")
+        if args.interactive:
+            raise CliError("--interactive is for a notebook report; a run report's charts are pictures")
         store = _open_store()
         with store:
             result = RunResult(store, _find_run(store, args.source))

@@ -1,17 +1,24 @@
-"""The figure evalnb returns: a plotly Figure that also carries an offline HTML chart and a picture.
+"""The figure evalnb returns: a plotly Figure that also carries a picture, for notebooks you can send.
 
 A notebook stores what a figure displays as. Plotly's default in a kernel stores only its JSON
 mimetype, which Jupyter draws but ``jupyter nbconvert --to html``, GitHub and nbviewer do not. An
 evalnb `Figure` displays as one bundle with:
 
-- ``application/vnd.plotly.v1+json``: what JupyterLab draws live (as plotly's own renderer does);
-- ``text/html``: the SVG picture, plus a script that draws the interactive chart over it once
-  plotly.js is on the page; plotly.js itself is inlined in the first figure a kernel shows, once
-  per notebook, not per figure (``EVALNB_PLOTLYJS=none`` leaves it out);
-- ``image/svg+xml``: the picture alone (`evalnb.plots.svg`), for viewers without JavaScript;
+- ``application/vnd.plotly.v1+json``: what JupyterLab and VS Code draw live (as plotly's own
+  renderer does; their Plotly extension brings plotly.js, so the notebook does not);
+- ``text/html``: the same picture inline (`evalnb.plots.svg`): what ``nbconvert --to html``,
+  GitHub and nbviewer show, offline and without JavaScript (nbconvert would turn a bare
+  ``image/svg+xml`` into an ``<img>`` without text);
+- ``image/svg+xml``: the picture alone, for viewers that take images only;
 - ``text/plain``.
 
-Ids in the HTML are a per-kernel counter, so re-executing a notebook gives the same outputs (nbval).
+No plotly.js goes into the notebook (it is 4.8 MB): a notebook of a 30-row run with its charts
+stays a few hundred kB, small enough to mail and to diff. ``EVALNB_PLOTLYJS=inline`` brings back
+an interactive ``text/html`` face (the picture, and a script that draws the live chart over it
+once plotly.js is on the page; plotly.js inlined in the first figure a kernel shows, once per
+notebook). For one interactive file from a notebook, ``evalnb report NB.ipynb --interactive``
+does the same at export time. Ids in the HTML are a per-kernel counter, so re-executing a notebook
+gives the same outputs (nbval).
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ import plotly.graph_objects as go
 
 from evalnb.plots.svg import figure_svg
 
-__all__ = ["Figure", "as_figure", "figure_bundle", "figure_html", "plotly_json", "plotlyjs_html", "reset_plotlyjs"]
+__all__ = ["Figure", "as_figure", "figure_bundle", "figure_html", "interactive_html", "picture_html", "plotly_json", "plotlyjs_html",
+           "reset_plotlyjs"]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _counter = itertools.count(1)
@@ -98,28 +106,38 @@ def figure_html(fig: go.Figure, *, svg: str | None = None, include_plotlyjs: boo
 
 
 def figure_bundle(fig: go.Figure) -> dict[str, Any]:
-    """The display bundle (see the module docstring); plotly.js goes in the first one only."""
+    """The display bundle (see the module docstring): JSON and picture; with
+    ``EVALNB_PLOTLYJS=inline`` also the interactive HTML (plotly.js in the first one only)."""
     mime = plotly_json(fig)
     try:
         svg = figure_svg(mime)
     except Exception as exc:  # noqa: BLE001 - a figure we cannot picture still displays as a chart
         svg = None
         picture_error = f"{type(exc).__name__}: {exc}"
-    include = not _state["plotlyjs_sent"] and os.environ.get("EVALNB_PLOTLYJS", "inline") != "none"
-    _state["plotlyjs_sent"] = _state["plotlyjs_sent"] or include
     title = (fig.layout.title.text or "figure") if fig.layout.title else "figure"
-    bundle = {
-        PLOTLY_MIME: mime,
-        "text/html": figure_html(fig, svg=svg or "", include_plotlyjs=include),
-        "text/plain": f"<evalnb Figure: {title}>",
-    }
+    if interactive_html():
+        include = not _state["plotlyjs_sent"]
+        _state["plotlyjs_sent"] = True
+        page = figure_html(fig, svg=svg or "", include_plotlyjs=include)
+    else:  # the picture inline (nbconvert would make an <img> of image/svg+xml: no text, no alt)
+        page = picture_html(svg or "")
     if svg is None:
-        bundle["text/html"] = bundle["text/html"].replace(
-            '<div class="evalnb-figure-static"></div>',
-            f'<div class="evalnb-figure-static">(no picture of this figure: {html.escape(picture_error)})</div>')
-    else:
+        note = f"(no picture of this figure: {html.escape(picture_error)})"
+        page = page.replace('<div class="evalnb-figure-static"></div>', f'<div class="evalnb-figure-static">{note}</div>')
+    bundle: dict[str, Any] = {PLOTLY_MIME: mime, "text/html": page, "text/plain": f"<evalnb Figure: {title}>"}
+    if svg is not None:
         bundle["image/svg+xml"] = svg
     return bundle
+
+
+def picture_html(svg: str) -> str:
+    """A figure's static HTML face: its picture inline, no script."""
+    return f'<div class="evalnb-figure"><div class="evalnb-figure-static">{svg}</div></div>'
+
+
+def interactive_html() -> bool:
+    """Whether figures also carry the interactive HTML face (``EVALNB_PLOTLYJS=inline``)."""
+    return os.environ.get("EVALNB_PLOTLYJS", "none").strip().lower() == "inline"
 
 
 def plotly_json(fig: go.Figure) -> dict[str, Any]:

@@ -14,11 +14,13 @@ __all__ = ["report"]
 
 
 def report(source: Any, path: str | Path, *, baseline: Any = None, execute: bool = False,
-           store: Any = None) -> Path:
+           store: Any = None, interactive: bool = False) -> Path:
     """Write one self-contained HTML file for ``source`` to ``path``; returns the path.
 
     ``baseline`` (a `RunResult` or run id, runs only): adds the diff against it and the
     "Changed vs baseline" filter. ``execute`` (notebooks only): run the notebook first.
+    ``interactive`` (notebooks only): live Plotly charts, plotly.js inlined once (~4.8 MB more);
+    by default charts are the pictures evalnb draws.
     ``store``: where run ids are looked up (default: the store of ``EVALNB_HOME``).
     """
     if isinstance(source, (str, Path)) and str(source).endswith(".ipynb"):
@@ -26,7 +28,9 @@ def report(source: Any, path: str | Path, *, baseline: Any = None, execute: bool
             raise ValueError("baseline= is for a run report, not a notebook")
         from evalnb.reporting.notebook import notebook_report
 
-        return notebook_report(source, path, execute=execute)
+        return notebook_report(source, path, execute=execute, interactive=interactive)
+    if interactive:
+        raise ValueError("interactive= is for a notebook report; a run report's charts are pictures")
     from evalnb.reporting.run_page import write_run_report
 
     return write_run_report(_run(source, store), path, baseline=None if baseline is None else _run(baseline, store))

@@ -2,8 +2,9 @@
 
 Stock ``jupyter nbconvert --to html`` already shows evalnb's outputs (each has a static face), so
 this adds what stock nbconvert cannot: executing the notebook first when asked, giving a Plotly
-figure that only carries its JSON (a user's own figure) the same offline chart and picture
-evalnb's figures have, and freezing widgets: a widget output whose static face sits beside it is
+figure that only carries its JSON (a user's own figure) the picture evalnb's figures have, with
+``interactive`` live charts for every figure (plotly.js inlined once: an interactive file stays
+one flag away, while notebooks and default reports carry no plotly.js), and freezing widgets: a widget output whose static face sits beside it is
 dropped, any other (a plain ipywidgets slider) is drawn as HTML from its saved state. The widget
 state is then removed, so the page loads no widget scripts. No cell tag is required.
 """
@@ -64,9 +65,9 @@ def _kernel_config(folder: str) -> Any:
 
 
 def notebook_report(notebook: str | Path, out: str | Path, *, execute: bool = False,
-                    save_notebook: bool = False, timeout: int = 600) -> Path:
+                    save_notebook: bool = False, timeout: int = 600, interactive: bool = False) -> Path:
     """Write ``out`` (HTML) for ``notebook``; executed first with ``execute`` (then saved beside
-    ``out`` as ``.ipynb`` with ``save_notebook``)."""
+    ``out`` as ``.ipynb`` with ``save_notebook``); ``interactive``: live charts (plotly.js once)."""
     import nbformat
 
     source, out = Path(notebook), Path(out)
@@ -76,40 +77,52 @@ def notebook_report(notebook: str | Path, out: str | Path, *, execute: bool = Fa
     out.parent.mkdir(parents=True, exist_ok=True)
     if execute and save_notebook:
         nbformat.write(nb, out.with_suffix(".ipynb"))
-    out.write_text(notebook_report_html(nb, title=source.stem), encoding="utf-8")
+    out.write_text(notebook_report_html(nb, title=source.stem, interactive=interactive), encoding="utf-8")
     return out
 
 
-def notebook_report_html(nb: Any, *, title: str = "report") -> str:
+def notebook_report_html(nb: Any, *, title: str = "report", interactive: bool = False) -> str:
     """The stock ``lab`` HTML export of a copy of ``nb`` with figures given faces and widgets frozen."""
     _need("nbconvert")
     from nbconvert import HTMLExporter
 
     static = copy.deepcopy(nb)
-    add_figure_faces(static)
+    add_figure_faces(static, interactive=interactive)
     freeze_widgets(static)
     body, _ = HTMLExporter(template_name="lab").from_notebook_node(static, resources={"metadata": {"name": title}})
     return body
 
 
-def add_figure_faces(nb: Any) -> int:
-    """Give every Plotly output without HTML an offline chart and a picture; plotly.js once."""
-    from evalnb.plots.figure import figure_html, plotlyjs_html
+def add_figure_faces(nb: Any, *, interactive: bool = False) -> int:
+    """Give every Plotly output a picture; ``interactive``: also the live chart, plotly.js once.
+
+    Without ``interactive`` an evalnb figure's interactive HTML (a notebook saved with
+    ``EVALNB_PLOTLYJS=inline``) is dropped, so the page carries no plotly.js: the picture shows.
+    """
+    from evalnb.plots.figure import figure_html, picture_html
     from evalnb.plots.svg import figure_svg
 
     outputs = [o for cell in nb.cells for o in cell.get("outputs", []) if PLOTLY_MIME in (o.get("data") or {})]
-    has_js = any("Plotly.newPlot" in str((o.get("data") or {}).get("text/html", "")) and "plotly.js" in
-                 str((o.get("data") or {}).get("text/html", "")) for o in outputs)
-    added = 0
+    added, has_js = 0, False
     for n, output in enumerate(outputs):
         data = output["data"]
-        if "text/html" in data:
-            continue
+        own = "evalnb-figure" in str(data.get("text/html", ""))
+        if "text/html" in data and not own:
+            continue  # someone else's HTML for this figure: theirs to show
         spec = data[PLOTLY_MIME]
-        svg = figure_svg(spec)
-        data["text/html"] = figure_html(spec, svg=svg, include_plotlyjs=not has_js, element_id=f"evalnb-report-figure-{n}")
-        data.setdefault("image/svg+xml", svg)
-        has_js, added = True, added + 1
+        if "image/svg+xml" not in data:
+            try:
+                data["image/svg+xml"] = figure_svg(spec)
+            except Exception:  # noqa: BLE001 - no picture: the JSON alone, as before
+                pass
+        data.pop("text/html", None)
+        if interactive:
+            data["text/html"] = figure_html(spec, svg=data.get("image/svg+xml", ""), include_plotlyjs=not has_js,
+                                            element_id=f"evalnb-report-figure-{n}")
+            has_js = True
+        elif "image/svg+xml" in data:
+            data["text/html"] = picture_html(data["image/svg+xml"])  # inline: text, not an <img>
+        added += 1
     return added
 
 

@@ -11,7 +11,8 @@ first, as a `Problem` naming the task by id and position.
 
 A template field counts as a problem only when it is in *no* loaded row: a value missing from
 some rows renders as "" (SPEC), and the run counts those prompts (`n_missing_field`). Such a
-problem has ``kind == "missing_field"``: a run only warns about it (`refusal` leaves it out).
+problem has ``kind == "missing_field"``, a grader's score beside its declared ones
+``"extra_score"``: a run only warns about those (`refusal` leaves them out).
 
 `refusal` is what a run raises when the checks found problems (`evalnb.run` runs them first on
 the tasks it will run, with a row limit, and starts nothing when they fail).
@@ -48,7 +49,7 @@ class Problem:
     position: int
     field: str
     message: str
-    kind: str = "error"  # "missing_field": a template field in no row (a run warns, it does not refuse)
+    kind: str = "error"  # "missing_field" / "extra_score": the run warns about it, it does not refuse
 
     @property
     def loc(self) -> str:
@@ -258,10 +259,12 @@ class _TaskCheck:
             self.problem("output_extraction", _text(exc))
 
     def _metric_names(self) -> None:
-        from evalnb.suite.metric_names import problems
+        from evalnb.suite.metric_names import counts_nothing, problems
 
+        # names that leave every metric empty stop a run; extra scores beside counted ones do not
+        kind = "error" if counts_nothing(self.task) else EXTRA_SCORE
         for field, message in problems(self.task):
-            self.problem(field, message)
+            self.problem(field, message, kind)
 
     async def _grader(self) -> None:
         from evalnb.scoring.grading import Grader
@@ -273,19 +276,21 @@ class _TaskCheck:
 
 
 MISSING_FIELD = "missing_field"
+EXTRA_SCORE = "extra_score"  # a grader's score beside its declared ones (a run warns, it does not refuse)
 _DATASET_FIELDS = ("dataset", "fewshot.dataset")
 
 
 def refusal(problems: list[Problem]) -> Exception | None:
     """The error a run raises for these problems, naming every one; None when it may start.
 
-    Template fields in no row are left out (the run warns about them). Only dataset problems (a
+    Template fields in no row and a grader's extra scores beside its declared ones are left out
+    (the run warns about them). Only dataset problems (a
     missing file, a bad line): a `DatasetError`; anything else too: a `ManifestError`, whose
     ``errors`` hold every problem (``loc``, ``msg``, ``task_id``).
     """
     from evalnb.errors import DatasetError, ManifestError
 
-    blocking = [p for p in problems if p.kind != MISSING_FIELD]
+    blocking = [p for p in problems if p.kind not in (MISSING_FIELD, EXTRA_SCORE)]
     if not blocking:
         return None
     if all(p.field in _DATASET_FIELDS for p in blocking):

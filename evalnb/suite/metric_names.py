@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from evalnb.suite.manifest import Task
 
-__all__ = ["closest", "declared_ids", "problems", "undeclared_message"]
+__all__ = ["closest", "counts_nothing", "declared_ids", "problems", "undeclared_message"]
 
 
 def declared_ids(task: "Task") -> list[str]:
@@ -43,6 +43,20 @@ def problems(task: "Task") -> list[tuple[str, str]]:
             out.append(("grader", f"the grader returns the score {name!r} (line {line}), which is not among metrics "
                                   f"({_listed(declared)}){_did_you_mean(name, declared)}"))
     return out
+
+
+def counts_nothing(task: "Task") -> bool:
+    """Whether no score the manifest shows the grader storing is a declared metric: the task's
+    metrics would all read n=0 (a ``metric_id`` typo, ``{"scores": {"acc": ...}}`` for
+    ``accuracy``). A grader that returns its declared score and extra ones (diagnostics kept on
+    the samples, SPEC §7) counts something; a run only warns about the extras."""
+    if not task.metrics:
+        return False
+    declared = set(declared_ids(task))
+    literal = {name for name, _ in _literal_score_names(task.grader.source or "")}
+    if literal:
+        return not literal & declared
+    return "metric_id" in task.grader.model_fields_set and task.grader.metric_id not in declared
 
 
 def undeclared_message(task_id: str, names: list[str], declared: list[str]) -> str:

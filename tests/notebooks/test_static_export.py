@@ -1,17 +1,18 @@
-"""Stock nbconvert shows every evalnb output: an executed notebook exported with no template or
-preprocessor of ours, read as text and opened offline in headless Chromium.
+"""Stock nbconvert shows every evalnb output, and the executed notebook is small enough to mail.
 
 A small notebook (local stand-in models, as notebooks/01 uses) shows a preview, runs (the progress
-panel), shows ``result.compare()``, ``result.browse(task_id=...)`` and a diff forest. It is
-executed with nbclient (which saves the widget state, so nbconvert draws the widget views, empty
-without the widget scripts) and exported with the stock ``HTMLExporter``. Outside ``<script>``
-the page must hold each output's real content: the preview's first prompt, both model labels,
-the panel's final counts, browse answers and chart pictures of real size; in Chromium, with
-every non-local request refused, the charts are drawn (plotly.js comes once, inside the page).
+panel), shows ``result.compare()``, ``result.browse(task_id=...)``, a diff forest and a bar chart.
+It is executed with nbclient (which saves the widget state, so nbconvert draws the widget views,
+empty without the widget scripts) and saved: at most 500 kB, with no plotly.js in it. It is
+exported with the stock ``HTMLExporter``. Outside ``<script>`` the page must hold each output's
+real content: the preview's first prompt, both model labels, the panel's final counts, browse
+answers and chart pictures of real size; in Chromium, with every non-local request refused, the
+three charts are drawn (evalnb's SVG pictures: nothing to load).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from html.parser import HTMLParser
@@ -39,8 +40,10 @@ suite = evalnb.Suite.from_file({str(EXAMPLES / "quickstart" / "suite.yaml")!r})"
     "result.compare()",
     'result.browse(task_id="arithmetic", page_size=3, static_pages=2)',
     "evalnb.plots.diff_forest(result.diff(result))",
+    "evalnb.plots.metric_by_model(result.metrics)",
     "setup.close()",
 ]
+MAX_NOTEBOOK_BYTES = 500_000
 
 
 class _Visible(HTMLParser):
@@ -116,15 +119,25 @@ def test_each_widget_has_its_own_static_output_in_the_notebook(executed):
         assert len(faces) == 1 and expected in faces[0]["text/html"], f"cell {cell}: {faces}"
 
 
-def test_figures_carry_json_html_and_a_picture(executed):
+def test_figures_carry_json_and_a_picture_and_no_plotlyjs(executed):
     _, nb = executed
-    compare, forest = _data(nb, 3)[0], _data(nb, 5)[0]
-    for bundle in (compare, forest):
+    figures = [_data(nb, cell)[0] for cell in (3, 5, 6)]
+    for bundle in figures:
         assert {"application/vnd.plotly.v1+json", "text/html", "image/svg+xml"} <= set(bundle)
         size = re.match(r'<svg [^>]*width="(\d+)" height="(\d+)"', bundle["image/svg+xml"])
         assert size and int(size[1]) == 800 and int(size[2]) >= 300
-    assert PLOTLYJS_BANNER in compare["text/html"] and PLOTLYJS_BANNER not in forest["text/html"]  # once
+        assert PLOTLYJS_BANNER not in bundle["text/html"] and "<script" not in bundle["text/html"]
+    compare = figures[0]
     assert compare["image/svg+xml"].count("<rect") > 4 and "standin-small" in compare["image/svg+xml"]
+
+
+def test_the_saved_notebook_is_small_enough_to_mail(executed):
+    path, nb = executed
+    size = path.stat().st_size
+    assert size <= MAX_NOTEBOOK_BYTES, f"{size:,} bytes"
+    text = path.read_text(encoding="utf-8")
+    assert PLOTLYJS_BANNER not in text and "Plotly.newPlot" not in text
+    assert len(json.dumps(nb.metadata["widgets"])) < 250_000  # the widgets' saved state (~110 kB measured)
 
 
 def test_stock_export_shows_every_output_outside_scripts(exported):
@@ -136,9 +149,9 @@ def test_stock_export_shows_every_output_outside_scripts(exported):
     assert "160/160 samples" in text and "standin-large" in text and "standin-small" in text  # the panel, final
     assert re.search(r"The answer is \d+", text) and "34 more item(s)" in text  # browse: 2 pages of 3, and the rest
     pictures = [a for tag, a in page.tags if tag == "svg" and "evalnb-figure-svg" in a.get("class", "")]
-    assert len(pictures) == 2 and all(int(a["width"]) == 800 and int(a["height"]) >= 300 for a in pictures)
-    assert body.count(PLOTLYJS_BANNER) == 1  # plotly.js once per document
-    assert len(body) < 10_000_000
+    assert len(pictures) == 3 and all(int(a["width"]) == 800 and int(a["height"]) >= 300 for a in pictures)
+    assert PLOTLYJS_BANNER not in body  # no plotly.js: the pictures are the charts
+    assert len(body) < 1_500_000
 
 
 @pytest.mark.skipif(not CHROMIUM.exists() and not os.environ.get("CI"), reason="no /usr/bin/chromium")
@@ -151,11 +164,14 @@ def test_stock_export_draws_charts_and_shows_widgets_offline(exported):
     with offline_page() as (page, refused):
         page.goto(out.as_uri())
         expect.set_options(timeout=30_000)
-        charts = page.locator(".evalnb-figure .js-plotly-plot .main-svg")
-        expect(charts.first).to_be_attached()
-        page.wait_for_function("document.querySelectorAll('.evalnb-figure .js-plotly-plot').length === 2")
-        expect(page.locator(".evalnb-figure").first).to_contain_text("standin-small")  # the drawn legend
-        expect(page.locator(".evalnb-figure-static").first).to_be_hidden()  # the picture gave way to the chart
+        charts = page.locator(".evalnb-figure svg.evalnb-figure-svg")
+        expect(charts).to_have_count(3)
+        for n in range(3):  # each chart drawn: on screen, full size, with its marks
+            expect(charts.nth(n)).to_be_visible()
+            box = charts.nth(n).bounding_box()
+            assert box and box["width"] >= 790 and box["height"] >= 290, box
+            assert charts.nth(n).locator("rect, circle").count() > 3
+        expect(charts.first).to_contain_text("standin-small")  # the legend, as text
         faces = page.locator(".evalnb-static-face")
         expect(faces).to_have_count(3)  # preview, panel, browse: in cell order
         expect(faces.nth(0)).to_be_visible()
@@ -167,3 +183,4 @@ def test_stock_export_draws_charts_and_shows_widgets_offline(exported):
         expect(faces.nth(2)).to_contain_text("The answer is")
         page.screenshot(path=str(out.with_suffix(".png")), full_page=True)
         assert not any("plot.ly" in url or "plotly" in url for url in refused), refused
+        assert page.evaluate("typeof window.Plotly") == "undefined"  # nothing needed plotly.js

@@ -3,7 +3,8 @@
 The notebook mixes evalnb's preview, a plain ipywidgets slider and a user's own Plotly figure (only
 its JSON, as plotly's default renderer stores it). The report must show all three without
 widget scripts: the preview's static face once, the slider drawn from its saved state, the
-figure with evalnb's picture and its chart, plotly.js once.
+figure with evalnb's picture and no plotly.js; with ``--interactive`` every figure is also a
+live chart and plotly.js is inlined exactly once.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def test_report_executes_and_shows_every_output_without_widget_scripts(tmp_path,
     assert page.count('class="evalnb-static-face"') == 1 and "What is 70 + 33?" in page
     assert "threshold</span><code>7</code>" in page  # the plain slider, from its saved state
     assert page.count('class="evalnb-figure-svg"') == 1 and ">mine</text>" in page  # the user's figure, drawn
-    assert page.count(BANNER) == 1
+    assert BANNER not in page and "Plotly.newPlot" not in page and len(page) < 1_000_000  # pictures: no plotly.js
     assert not nbformat.read(source, as_version=4).cells[1].outputs  # the source notebook is left as it was
 
 
@@ -60,7 +61,13 @@ def test_report_of_a_saved_notebook_and_clear_errors(tmp_path, capsys):
     assert cli(["report", str(saved), "-o", str(out)]) == 0
     page = out.read_text(encoding="utf-8")
     assert "application/vnd.jupyter.widget-view+json" not in page and "What is 70 + 33?" in page
-    assert page.count('class="evalnb-figure-svg"') >= 1
+    pictures = page.count('class="evalnb-figure-svg"')
+    assert pictures >= 1 and BANNER not in page
+    assert cli(["report", str(saved), "--interactive", "-o", str(tmp_path / "live.html")]) == 0
+    live = (tmp_path / "live.html").read_text(encoding="utf-8")
+    assert live.count(BANNER) == 1  # plotly.js inlined exactly once, however many charts
+    assert live.count('<div class="evalnb-figure" id=') == pictures >= 1  # each figure: a live chart over its picture
+    assert len(live) - len(page) > 3_000_000
     assert cli(["report", str(tmp_path / "missing.ipynb")]) == 1
     assert "no notebook at" in capsys.readouterr().err
     assert cli(["report", str(saved), "--baseline", "latest"]) == 1

@@ -107,3 +107,13 @@ def test_a_run_that_fails_before_its_first_sample_says_why(make_suite, model_ser
     final = [line for line in err.splitlines() if line.startswith("evalnb: why:")]
     assert final and "judge" in final[-1], err
     assert "judge" in repr(result) and "status=failed" in repr(result)
+
+
+def test_extra_scores_beside_a_counted_one_do_not_stop_a_run(make_suite, model_server):
+    server = model_server()
+    source = ("def grade(sample, item):\n"
+              "    return {'scores': {'accuracy': sample['extracted_output'] == item['target'], 'length': 3}}\n")
+    suite = make_suite({"t": rows(3)}, t={"metrics": [{"id": "accuracy"}], "grader": {"source": source}})
+    assert [p.kind for p in suite.validate()] == ["extra_score"]  # validate() still says so
+    result = evalnb.run(suite, [evalnb.Model("good", base_url=server.base_url)], progress=False)
+    assert result.status == "completed" and set(result.metrics["metric"]) == {"accuracy"}
