@@ -106,3 +106,13 @@ def wait_for(predicate: Any, timeout: float = 60.0, what: str = "condition") -> 
             return value
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def run_unchecked(suite: Any, models: list, **options: Any) -> Any:
+    """A run without `evalnb.run`'s checks first (the engine alone): what happens when a problem
+    shows only once the run is under way (a file removed meanwhile, a row past the checked ones)."""
+    from evalnb.aio import run_sync
+    from evalnb.runner.engine import RunEngine
+    from evalnb.runner.run_plan import make_plan
+
+    return run_sync(RunEngine(make_plan(suite, models, **options), store=None, progress=False).execute())

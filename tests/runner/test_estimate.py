@@ -57,8 +57,8 @@ def test_the_preview_shows_the_estimate_of_the_task(make_suite):
     bound = widget.estimate.max_cost_usd
     assert widget.estimate.calls == 6
     assert f"${bound:,.4f}" in widget.estimate_html.value and "Estimate" in widget.static_html()
-    plain = evalnb.preview(suite)
-    assert "no price" in plain.estimate_html.value
+    plain = evalnb.preview(suite)  # no model: counted for any model, no price invented
+    assert "(any model)" in plain.estimate_html.value and "no price" not in plain.estimate_html.value
 
 
 def test_a_judge_called_once_per_item_is_estimated_at_one_call_per_item_not_max_model_calls(make_suite):

@@ -21,7 +21,7 @@ import evalnb
 from evalnb import Model
 from evalnb.testing import Fault
 from evalnb.errors import ManifestError
-from helpers.runner_kit import item_number, planted_answer, rows
+from helpers.runner_kit import item_number, planted_answer, rows, run_unchecked
 
 pytestmark = pytest.mark.usefixtures("evalnb_home")
 
@@ -465,16 +465,6 @@ def test_a_grader_that_raises_fails_only_those_samples(make_suite, model_server)
     assert (m["n"], m["n_failed"], m["mean"]) == (6, 3, 1.0)
 
 
-def _run_unchecked(suite, models):
-    """The engine alone, without `evalnb.run`'s checks first: what happens when a problem shows
-    only once the run is under way (a file removed meanwhile, a row past the checked ones)."""
-    from evalnb.aio import run_sync
-    from evalnb.runner.engine import RunEngine
-    from evalnb.runner.run_plan import make_plan
-
-    return run_sync(RunEngine(make_plan(suite, models), store=None, progress=False).execute())
-
-
 def test_a_failing_preprocessor_fails_its_task_only(make_suite, model_server):
     bad = {"preprocess": {"source": (
         "def transform_row(row):\n"
@@ -487,7 +477,7 @@ def test_a_failing_preprocessor_fails_its_task_only(make_suite, model_server):
         evalnb.run(suite, _models(server, ("good", "responses"), ("meh", "chat")), progress=False)
     assert server.request_count == 0  # refused before it started
 
-    result = _run_unchecked(suite, _models(server, ("good", "responses"), ("meh", "chat")))
+    result = run_unchecked(suite, _models(server, ("good", "responses"), ("meh", "chat")))
 
     assert result.status == "failed"
     error = result.run["error"]
@@ -668,7 +658,7 @@ def test_a_grader_that_does_not_load_fails_its_task_before_any_model_call(make_s
     with pytest.raises(ManifestError, match=r"task 'broken' \(tasks\[0\]\.grader\): .*never closed"):
         evalnb.run(suite, [evalnb.Model("good", base_url=server.base_url)], progress=False)
     assert server.request_count == 0
-    result = _run_unchecked(suite, [evalnb.Model("good", base_url=server.base_url)])
+    result = run_unchecked(suite, [evalnb.Model("good", base_url=server.base_url)])
     assert result.status == "failed"
     assert server.request_count == 4  # only the "fine" task was sent
     errors = result.metrics.set_index("task_id")["error"]
@@ -689,7 +679,7 @@ def test_a_task_whose_rows_and_grader_both_fail_reports_the_rows_and_leaves_noth
     )
     (tmp_path / "data" / "gone.jsonl").unlink()
     with caplog.at_level("ERROR", logger="asyncio"):
-        result = _run_unchecked(suite, [evalnb.Model("good", base_url=server.base_url)])
+        result = run_unchecked(suite, [evalnb.Model("good", base_url=server.base_url)])
         gc.collect()
     assert result.status == "failed"
     assert server.request_count == 4
