@@ -36,7 +36,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, get_args
 
-from pydantic import AfterValidator, Field, PrivateAttr, StringConstraints, ValidationError
+from pydantic import AfterValidator, Field, PrivateAttr, StringConstraints, ValidationError, WrapValidator
 from pydantic_core import InitErrorDetails
 
 from evalnb.suite._validation import (
@@ -137,6 +137,17 @@ DEFAULT_TASK_TYPE = "custom"
 _DATASET_UNIONS = {"dataset": frozenset(DATASET_TAGS)}
 
 
+def _type_label(value: Any, handler: Any) -> Any:
+    """A wrong ``type`` says it is a label, and where it is required (the gateway)."""
+    try:
+        return handler(value)
+    except ValidationError:
+        allowed = ", ".join(TASK_TYPES)
+        raise custom_error("literal_error", f"must be one of {allowed} (found {show_value(value)}); a label only: "
+                           f"leave it out for {DEFAULT_TASK_TYPE!r} (the gateway requires it, and evalnb "
+                           "writes it out)") from None
+
+
 # --- metadata --------------------------------------------------------------------------------
 
 
@@ -190,7 +201,7 @@ class Task(ManifestModel):
 
     id: Identifier
     name: str | None = None
-    type: TaskType = Field(
+    type: Annotated[TaskType, WrapValidator(_type_label)] = Field(
         default=DEFAULT_TASK_TYPE,
         description="a label for people and reports; scoring never depends on it. Optional in evalnb "
         f"(default {DEFAULT_TASK_TYPE!r}); the gateway requires it, and to_dict()/to_yaml() always write it",

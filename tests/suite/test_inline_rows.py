@@ -64,6 +64,7 @@ def test_type_defaults_to_custom_and_is_always_written_out():
     assert Suite.from_dict(manifest(type="qa")).version != suite.version
     wrong = problems(manifest(type="sentimnt"))
     assert "must be one of" in wrong["tasks[0].type"] and "sentimnt" in wrong["tasks[0].type"]
+    assert "leave it out for 'custom' (the gateway requires it" in wrong["tasks[0].type"]  # says where it is required
 
 
 def test_round_trips_through_dict_yaml_and_a_file(tmp_path):
