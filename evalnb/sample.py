@@ -1,6 +1,6 @@
 """`Sample`: one model's answer to one item, from the rendered prompt to its scores.
 
-The only record passed between the engine, the executors (`runner.executor`), the store's
+The only record passed between the engine, the executors (`runner.executors.base`), the store's
 encoder (a `Sample` is written as one samples row) and the result frames and widgets (their
 sample columns are `SAMPLE_FIELDS`). Its fields are grouped by the stage that fills them:
 a reader can tell from the type what exists after generation and what only after grading.

@@ -122,3 +122,28 @@ def test_the_readme_layout_names_every_package():
     block = README.split("Layout —", 1)[1].split("```", 2)[1]
     for folder in folders:
         assert f"{folder}/" in block, folder
+
+
+def test_executors_never_import_the_engine():
+    """runner/executors/ sees a run only through RunContext: no module under it imports runner.engine."""
+    modules = _modules()
+    under = {n: p for n, p in modules.items() if n.startswith("evalnb.runner.executors")}
+    assert {"evalnb.runner.executors.base", "evalnb.runner.executors.local", "evalnb.runner.executors.ray_driver",
+            "evalnb.runner.executors.ray_worker", "evalnb.runner.executors.batch"} <= set(under)
+    for name, path in under.items():
+        assert "evalnb.runner.engine" not in _imports(name, path, modules), f"{name} imports runner.engine"
+
+
+def test_the_engine_rule_sees_an_engine_import(tmp_path):
+    fake = tmp_path / "bad.py"
+    fake.write_text("def f():\n    from evalnb.runner import engine\n    from evalnb.runner.engine import Engine\n")
+    modules = _modules()
+    assert "evalnb.runner.engine" in _imports("evalnb.runner.executors.bad", fake, modules)
+
+
+def test_executors_keep_their_public_names():
+    import evalnb
+    from evalnb.runner.executors.batch import BatchExecutor
+    from evalnb.runner.executors.ray_driver import RayExecutor
+
+    assert evalnb.RayExecutor is RayExecutor and evalnb.BatchExecutor is BatchExecutor

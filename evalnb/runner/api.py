@@ -319,7 +319,7 @@ async def acancel(run_id: str, *, store: Any = None) -> list[dict[str, Any]]:
     """The async form of `cancel`."""
     from evalnb.errors import ProviderError
     from evalnb.providers.batch_api import TERMINAL, BatchAPI
-    from evalnb.runner.batch_executor import save_batch, stored_batches
+    from evalnb.runner.executors.batch import save_batch, stored_batches
     from evalnb.store import Store
 
     store = store or Store()

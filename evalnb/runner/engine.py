@@ -1,7 +1,7 @@
 """The run engine: one async pipeline from a plan to samples in the store.
 
 The planner (`runner.item_planner`) decides what each sample needs; the executor
-(`runner.executor`: this process or Ray) gets the calls made and hands each outcome back
+(`runner.executors.base`: this process or Ray) gets the calls made and hands each outcome back
 through the run's `RunContext` (`runner.run_context`), which extracts it and gives it to the
 grading pipeline (`runner.grading_pipeline`, a component the engine owns): it sends batches
 to the sandbox pool while calls are still in flight, and graded samples go to the store's
@@ -259,7 +259,7 @@ class RunEngine:
 
     @staticmethod
     def _executor_for(plan: RunPlan) -> Any:
-        from evalnb.runner.executors import make_executor
+        from evalnb.runner.executors.registry import make_executor
 
         return make_executor(plan.executor)
 

@@ -1,4 +1,4 @@
-"""`RunContext`: what an executor sees of a running run (the contract is in `runner.executor`).
+"""`RunContext`: what an executor sees of a running run (the contract is in `runner.executors.base`).
 
 The engine builds one per run once its tasks are prepared and hands it to the executor's
 `start`. Everything an executor hands back goes through here: a reply is priced, charged to
@@ -18,7 +18,7 @@ FAST_REPLY_S = 0.02  # a reply this quick means a local server: the run is CPU-b
 
 
 class RunContext:
-    """One run as its executor sees it: units in, outcomes back (see `runner.executor`).
+    """One run as its executor sees it: units in, outcomes back (see `runner.executors.base`).
 
     Read-only attributes: ``plan`` (`run_plan.RunPlan`: models, generation settings,
     concurrency, ...), ``run_id``, ``progress`` (the panel's counters), ``budget``, and

@@ -4,8 +4,8 @@ The engine plans the run, owns the store and hands an executor its work a stretc
 the executor gets each unit answered and hands the outcome back through the `RunContext`
 it was given. Everything after the reply — pricing, the budget, the output cache,
 extraction, grading, the progress panel, storing the `evalnb.sample.Sample` — is the
-engine's. Two executors ship: `LocalExecutor` (`runner.executors`: this process's event
-loop) and `RayExecutor` (`runner.ray_executor`: Ray actors that also extract and grade).
+engine's. Two executors ship: `LocalExecutor` (`runner.executors.local`: this process's event
+loop) and `RayExecutor` (`runner.executors.ray_driver`: Ray actors that also extract and grade).
 
 The life of an executor in one run::
 

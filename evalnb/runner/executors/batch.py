@@ -18,7 +18,7 @@ tried again: in a follow-up batch (``retry_failed="batch"``) or as live calls
 its samples with the provider's message; other per-request errors fail their sample as a
 live call's error would. Costs use the model's batch price (`pricing.batch_price`).
 
-Written against the executor interface alone (`runner.executor`): everything goes through
+Written against the executor interface alone (`runner.executors.base`): everything goes through
 the `RunContext` (``request`` for the bodies, ``reply``/``fail``/``answered`` for outcomes,
 ``call`` for live retries, ``save_state``/``load_state`` for the batch ids).
 """

@@ -89,7 +89,7 @@ class RayExecutor:
         plan = ctx.plan
         workers = self.num_workers or max(1, min(16, int(ray.cluster_resources().get("CPU", 1))))
         options = {"num_cpus": 1, **(self.resources or {})}
-        from evalnb.runner.ray_worker import ShardWorker
+        from evalnb.runner.executors.ray_worker import ShardWorker
 
         actor_class = ray.remote(ShardWorker)
         config = _worker_config(ctx, self.concurrency_per_worker or plan.concurrency)
@@ -210,7 +210,7 @@ class RayExecutor:
         self._wake.set()
 
     async def _run_shard(self, index: int, uids: list[int], attempts: int) -> None:
-        from evalnb.runner.ray_worker import wire_unit
+        from evalnb.runner.executors.ray_worker import wire_unit
 
         ray = self._ray
         wire = [wire_unit(uid, self._units[uid]) for uid in uids]

@@ -6,7 +6,7 @@ A shard is a list of compact units (`wire_unit`); `run_shard` yields the finishe
 batches as they are ready, so the driver stores them while the rest of the shard is running.
 Nothing here touches the store: the driver is its only writer.
 
-This module does not import Ray; `runner.ray_executor` wraps `ShardWorker` with ``ray.remote``.
+This module does not import Ray; `runner.executors.ray_driver` wraps `ShardWorker` with ``ray.remote``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ GRADE_BATCH = 512
 
 
 def wire_unit(uid: int, unit: Any) -> tuple:
-    """A `runner.executor.Unit` as sent to a worker: what generation and grading need, nothing more."""
+    """A `runner.executors.base.Unit` as sent to a worker: what generation and grading need, nothing more."""
     item = unit.item
     return (uid, unit.task_id, unit.model.label, unit.epoch, item.index, unit.key, item.prompt, item.target,
             item.row, unit.output, item.continuations)
