@@ -19,6 +19,7 @@ import itertools
 from collections import deque
 from typing import Any
 
+from evalnb.aio import in_lifelong_thread
 from evalnb.errors import EvalnbError
 from evalnb.runner.unit import Unit
 from evalnb.runner.run_context import RunContext
@@ -32,7 +33,7 @@ REVIVE_S = 120.0  # how long a dead actor may take to come back before the run g
 class RayExecutor:
     """Run on Ray: ``evalnb.run(suite, models, executor=evalnb.RayExecutor(num_workers=4))``.
 
-    ``num_workers``: actors to start (default: the cluster's CPU count, at most 16);
+    ``num_workers``: actors to start (default: as many as the cluster's nodes hold, at most 16);
     ``concurrency_per_worker``: calls in flight per worker and endpoint (default: the run's
     ``concurrency``; 1-25 like it), so an endpoint sees up to ``num_workers x`` that many;
     ``resources``: Ray resources for each actor, e.g. ``{"num_cpus": 2}`` or ``{"resources":
@@ -83,16 +84,18 @@ class RayExecutor:
     # ---- the run ---------------------------------------------------------------------------
     async def start(self, ctx: RunContext) -> None:
         ray = _import_ray()
-        await asyncio.to_thread(self._connect, ray)
+        # not asyncio.to_thread: Ray's GCS and raylet die with the thread that started them
+        await in_lifelong_thread(self._connect, ray)
         self.ctx = ctx
         self._ray = ray
         plan = ctx.plan
-        workers = self.num_workers or max(1, min(16, int(ray.cluster_resources().get("CPU", 1))))
         options = {"num_cpus": 1, **(self.resources or {})}
+        concurrency = self.concurrency_per_worker or plan.concurrency
+        workers = _workers_that_fit(self.num_workers, options, ray.nodes(), concurrency)
         from evalnb.runner.executors.ray_worker import ShardWorker
 
         actor_class = ray.remote(ShardWorker)
-        config = _worker_config(ctx, self.concurrency_per_worker or plan.concurrency)
+        config = _worker_config(ctx, concurrency)
         self.actors = [actor_class.options(max_restarts=-1, max_task_retries=0, max_concurrency=64, **options)
                        .remote(config) for _ in range(workers)]
         self._uids = itertools.count()
@@ -310,6 +313,39 @@ def _import_ray() -> Any:
     except ImportError:
         raise EvalnbError("executor='ray' needs Ray: pip install 'evalnb[ray]'") from None
     return ray
+
+
+def _demand(options: dict[str, Any]) -> dict[str, float]:
+    """What one actor asks of a node, in Ray's resource names (CPU, GPU, memory, custom ones)."""
+    demand = {"CPU": options.get("num_cpus"), "GPU": options.get("num_gpus"), "memory": options.get("memory"),
+              **dict(options.get("resources") or {})}
+    return {name: amount for name, amount in demand.items() if amount}
+
+
+def _workers_that_fit(asked: int | None, options: dict[str, Any], nodes: list[dict[str, Any]],
+                      concurrency: int) -> int:
+    """The number of actors to start: ``asked``, or as many as the cluster holds (at most 16).
+
+    Ray queues an actor no node can hold, and one more than the cluster holds, without an error
+    (its "infeasible" notice is a log line), and the run would wait at 0/N: both fail here,
+    with what was asked and what Ray's nodes have.
+    """
+    demand = _demand(options)
+    alive = [dict(node.get("Resources") or {}) for node in nodes if node.get("Alive")]
+    fits = [min((int(res.get(name, 0) // amount) for name, amount in demand.items()), default=16) for res in alive]
+    have = [{name: res.get(name, 0) for name in demand} for res in alive]
+    if not any(fits):
+        raise EvalnbError(f"RayExecutor: no node of the Ray cluster can hold one worker: each asks {demand} "
+                          f"(resources={options!r}); Ray's nodes have {have}. Ask for less per worker, or add a "
+                          "node that has it")
+    if asked is None:
+        return max(1, min(16, sum(fits)))
+    if asked > sum(fits):
+        raise EvalnbError(f"RayExecutor: {asked} workers asking {demand} each do not fit the Ray cluster: its nodes "
+                          f"have {have}, room for {sum(fits)} such worker(s) at a time (each worker keeps "
+                          f"{concurrency} calls in flight per endpoint). Use num_workers<={sum(fits)} or smaller "
+                          "resources")
+    return asked
 
 
 async def _await_ref(ref: Any) -> Any:
