@@ -42,7 +42,7 @@ class TaskState:
     task: Any
     source: Callable[[], Iterator[Any]]
     grader: Any
-    extractor: Any
+    extractor: Any  # `scoring.off_loop.LoopExtractor`: extraction that never stalls the loop
     per_sample: bool
     n_items: int = 0
     # per model label: how many samples are still to finish (an aggregate grader starts at 0)
@@ -287,7 +287,7 @@ class RunEngine:
     # ---- preparation ----------------------------------------------------------------------
     async def _prepare_tasks(self) -> None:
         from evalnb.runner.bridge import GraderBridge
-        from evalnb.scoring.extraction import make_extractor
+        from evalnb.scoring.off_loop import LoopExtractor
         from evalnb.scoring.grading import Grader
         from evalnb.suite.checks import MissingFields
 
@@ -349,7 +349,7 @@ class RunEngine:
                     self.store.write_task_metrics(self.run_id, task_id, model.label, None, error=None)
             self._warn_missing_fields(task, missing, survey.n_items)
             planner.copy_kept(self.writer, task_id)
-            state = TaskState(task, source, grader, make_extractor(task.extraction), per_sample, survey.n_items)
+            state = TaskState(task, source, grader, LoopExtractor(task.extraction), per_sample, survey.n_items)
             for model in plan.models:
                 label = model.label
                 finished = survey.kept[label] + survey.copied[label]
@@ -479,6 +479,7 @@ class RunEngine:
             if stopper in done:
                 raise asyncio.CancelledError("stopped from the progress panel")
             producer.result()
+            await self.context.extractions_done()  # those that needed longer, off the loop
             grading.generation_done()
             await dispatcher
             if grading.running:

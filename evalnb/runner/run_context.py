@@ -8,6 +8,7 @@ given to the grading pipeline (`runner.grading_pipeline`), which stores it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -44,6 +45,7 @@ class RunContext:
         self._task_gen: dict[str, dict[str, Any]] = {}  # task id -> run settings + the task's own
         self._max_out = gen.get("max_output_tokens")
         self._instructions = gen.get("instructions") if isinstance(gen.get("instructions"), str) else None
+        self._extracting: set[asyncio.Task] = set()  # extractions running off the loop
 
     # ---- what a unit asks ---------------------------------------------------------------------
     def request(self, unit: Unit) -> ModelRequest:
@@ -294,12 +296,39 @@ class RunContext:
         return sample
 
     def _extract(self, unit: Unit, sample: Sample) -> None:
+        """Extract inline when it is quick; a search that needs longer goes off the loop
+        (`scoring.off_loop`) and the sample follows when it comes back (`extractions_done`)."""
+        from evalnb.scoring.off_loop import LATER
+
         state = self.tasks[unit.task_id]
         try:
-            sample.extracted_output = state.extractor(sample.output_text)
+            value = state.extractor.now(sample.output_text)
         except Exception as exc:  # noqa: BLE001 - extraction never takes the run down
             self._grading.record(sample, error={"stage": "extraction", "message": str(exc)})
             return
+        if value is LATER:
+            self._grading.waiting(sample)
+            task = asyncio.ensure_future(self._extract_later(unit, sample, state))
+            self._extracting.add(task)
+            task.add_done_callback(self._extracting.discard)
+            return
+        sample.extracted_output = value
+        self._extracted(unit, sample, state)
+
+    async def _extract_later(self, unit: Unit, sample: Sample, state: Any) -> None:
+        try:
+            sample.extracted_output = await state.extractor.later(sample.output_text)
+        except Exception as exc:  # noqa: BLE001 - a timeout (or any failure) is the sample's error
+            self._grading.record(sample, error={"stage": "extraction", "message": str(exc)})
+            return
+        self._extracted(unit, sample, state)
+
+    async def extractions_done(self) -> None:
+        """Wait for the extractions running off the loop (the engine, before grading ends)."""
+        while self._extracting:
+            await asyncio.gather(*list(self._extracting), return_exceptions=True)
+
+    def _extracted(self, unit: Unit, sample: Sample, state: Any) -> None:
         if state.per_sample:
             self._grading.enqueue(sample, unit.item)
         else:
