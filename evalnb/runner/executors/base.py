@@ -30,6 +30,13 @@ hand it back with ``ctx.answered(unit)``. Otherwise it needs a model call:
   ``ctx.sample(unit)`` (no output), set its extraction/grading fields, then
   ``ctx.finish([(sample, error_or_None, graded)])``.
 
+The run's counters, through methods only (an executor never writes the engine's state):
+``ctx.try_reserve(unit, price)`` / ``ctx.release(held)`` hold a call's worst-case cost
+(``ctx.worst_cost(unit, price)``) in the run's budget while it is out; ``ctx.calls_started(label,
+n)`` / ``ctx.calls_ended(label, n)`` keep the panel's in-flight count; ``ctx.count(label,
+retries=..., rate_limited=...)`` and ``ctx.show(label, text)`` report progress; ``ctx.task_ids``,
+``ctx.task(task_id)`` and ``ctx.per_sample(task_id)`` describe the tasks.
+
 Back-pressure: ``submit`` should not return while more than a few thousand units wait on
 you, nor while ``ctx.backlog()`` (samples generated and waiting for grading) is large.
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-from collections import deque
+from collections import Counter, deque
 from typing import Any
 
 from evalnb.aio import in_lifelong_thread
@@ -106,6 +106,7 @@ class RayExecutor:
         self._wake = asyncio.Event()
         self._reviving: set[asyncio.Task] = set()
         self._error: BaseException | None = None
+        self._flying: Counter[str] = Counter()  # model label -> units at the workers
         # a worker that cannot start (evalnb missing on a node, a grader that does not load) fails now
         await asyncio.gather(*(_await_ref(a.ready.remote()) for a in self.actors))
 
@@ -165,8 +166,9 @@ class RayExecutor:
         actors, self.actors = self.actors, []
         if actors:
             await asyncio.to_thread(self._stop_actors, actors)
-        for mp in self.ctx.progress.models.values():
-            mp.in_flight = 0
+        for label, n in getattr(self, "_flying", {}).items():  # sent and never back: no longer in flight
+            if n:
+                self.ctx.calls_ended(label, n)
 
     def _stop_actors(self, actors: list[Any]) -> None:
         ray = self._ray
@@ -179,6 +181,14 @@ class RayExecutor:
                 ray.kill(actor, no_restart=True)
             except Exception:  # noqa: BLE001 - already gone
                 pass
+
+    def _in_flight(self, label: str, change: int) -> None:
+        """Count a unit of model `label` sent to (+1) or back from (-1) a worker, on the panel."""
+        self._flying[label] += change
+        if change > 0:
+            self.ctx.calls_started(label, change)
+        else:
+            self.ctx.calls_ended(label, -change)
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -197,7 +207,7 @@ class RayExecutor:
                 continue
             self._busy[index] += 1
             for uid in uids:
-                self.ctx.progress.model(self._units[uid].model.label).in_flight += 1
+                self._in_flight(self._units[uid].model.label, +1)
             task = asyncio.ensure_future(self._run_shard(index, uids, attempts))
             self._running[task] = index
             task.add_done_callback(self._shard_done)
@@ -226,7 +236,7 @@ class RayExecutor:
         except (ray.exceptions.RayError, ConnectionError) as exc:  # the worker died: send the rest again
             left = [u for u in uids if u in self._units]
             for uid in left:
-                self.ctx.progress.model(self._units[uid].model.label).in_flight -= 1
+                self._in_flight(self._units[uid].model.label, -1)
             if attempts >= self.max_shard_retries:
                 raise EvalnbError(f"Ray workers died {attempts + 1} times running a shard of {len(uids)} samples "
                                   f"({len(left)} left): {type(exc).__name__}: {exc}") from None
@@ -257,12 +267,9 @@ class RayExecutor:
     def _accept(self, batch: dict[str, Any]) -> None:
         """Finished samples from a worker: into the store (one hand-over), onto the panel."""
         ctx = self.ctx
-        progress = ctx.progress
         for label, counts in (batch.get("events") or {}).items():
-            mp = progress.model(label)
-            mp.retries += int(counts.get("retries") or 0)
-            mp.rate_limited += int(counts.get("rate_limited") or 0)
-            mp.rate_limit_wait_s += float(counts.get("rate_limit_wait_s") or 0.0)
+            ctx.count(label, retries=int(counts.get("retries") or 0), rate_limited=int(counts.get("rate_limited") or 0),
+                      rate_limit_wait_s=float(counts.get("rate_limit_wait_s") or 0.0))
         finished: list[tuple[Sample, dict | None, bool]] = []
         judge_outputs: list[dict] = []
         for result in batch["results"]:
@@ -270,7 +277,7 @@ class RayExecutor:
             if unit is None:  # already came back from an earlier attempt
                 continue
             label = unit.model.label
-            progress.model(label).in_flight -= 1
+            self._in_flight(label, -1)
             if result.get("output") is not None:  # a call the worker made: priced here, at the model's price
                 sample = ctx.generated(unit, result["output"])
             elif unit.output is not None:
@@ -367,9 +374,9 @@ def _worker_config(ctx: RunContext, concurrency: int) -> dict[str, Any]:
         return dataclasses.replace(model, api_key=model.resolve_api_key())
 
     tasks = {}
-    for task_id, state in ctx.tasks.items():
-        task = state.task
-        tasks[task_id] = {"per_sample": state.per_sample,
+    for task_id in ctx.task_ids:
+        task = ctx.task(task_id)
+        tasks[task_id] = {"per_sample": ctx.per_sample(task_id),
                           "metadata": {**dict(task.metadata or {}), **plan.metadata}}
     return {
         "manifest": suite.to_dict(),
