@@ -54,8 +54,8 @@ def _joined(pages: Iterable[Mapping[str, list[Any]]]) -> dict[str, list[Any]]:
 
     columns: dict[str, list[Any]] = {f: [] for f in SAMPLE_FIELDS}
     for page in pages:
-        for field, values in page.items():
-            columns[field].extend(values)
+        for field, values in page.items():  # a Sample subclass's store reads its own fields too
+            columns.setdefault(field, []).extend(values)
     return columns
 
 

@@ -12,8 +12,6 @@ from typing import Any
 
 from evalnb.errors import EvalnbError
 from evalnb.store._codec import (
-    JSON_FIELDS,
-    SAMPLE_FIELDS,
     SAMPLE_STATUSES,
     SampleEncoder,
     encode_output,
@@ -23,6 +21,8 @@ from evalnb.store._codec import (
 )
 from evalnb.redaction import Redactor
 from evalnb.store._keys import canonical_json
+from evalnb.sample import Sample
+from evalnb.store._columns import columns_for, ensure_sample_columns
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
 from evalnb.store._schema import WRITER_MMAP_BYTES, connect, ensure_schema
@@ -47,16 +47,20 @@ class Store(RunRecords, GradeReuse):
     `writer()`, which commits from its own thread and connection.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 30.0) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 30.0,
+                 sample_class: type = Sample) -> None:
         self.path = Path(path).expanduser().resolve() if path is not None else default_store_path()
+        # the sample type whose fields are the samples columns (a subclass adds columns of its own)
+        self.sample_columns = columns_for(sample_class)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._timeout = timeout
         self._lock = threading.RLock()
         self._redactor = Redactor()  # shared with this store's writers
-        self._encoder = SampleEncoder(self._redactor)
+        self._encoder = SampleEncoder(self._redactor, self.sample_columns)
         self._conn = connect(self.path, timeout=self._timeout)  # no memory map: see WRITER_MMAP_BYTES
         try:
             self.schema_version = ensure_schema(self._conn)
+            ensure_sample_columns(self._conn, self.sample_columns)
         except BaseException:
             self._conn.close()
             raise
@@ -184,10 +188,11 @@ class Store(RunRecords, GradeReuse):
 
     def writer(self, run_id: str | None = None, **options: Any) -> StoreWriter:
         """A group-committing background writer on its own connection (see `StoreWriter`)."""
-        return StoreWriter(self._connect, self._redactor, run_id=run_id, **options)
+        columns = None if self.sample_columns.cls is Sample else self.sample_columns
+        return StoreWriter(self._connect, self._redactor, run_id=run_id, columns=columns, **options)
 
     def column_pages(
-        self, run_id: str, fields: Iterable[str] = SAMPLE_FIELDS, *, task_id: str | None = None,
+        self, run_id: str, fields: Iterable[str] | None = None, *, task_id: str | None = None,
         model: str | None = None, status: str | Iterable[str] | None = None, batch_size: int = 20_000,
         after: tuple[int, int] | None = None,
     ) -> Iterator[dict[str, list[Any]]]:
@@ -204,15 +209,16 @@ class Store(RunRecords, GradeReuse):
         epoch), with ``task_id`` and ``model`` given) starts after that sample: a page deep in a
         run is read without the pages before it.
         """
-        fields = list(fields)
-        unknown = [f for f in fields if f not in SAMPLE_FIELDS and not f.startswith(SCORE_PREFIX)]
+        known = self.sample_columns
+        fields = list(known.fields if fields is None else fields)
+        unknown = [f for f in fields if f not in known.kinds and not f.startswith(SCORE_PREFIX)]
         if unknown:
-            raise ValueError(f"unknown sample field(s) {unknown}; known: {', '.join(SAMPLE_FIELDS)} "
+            raise ValueError(f"unknown sample field(s) {unknown}; known: {', '.join(known.fields)} "
                              f"and {SCORE_PREFIX}<metric id>")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        joins = {"prompt": ("p", "prompt_hash"), "dataset_row": ("r", "dataset_row_hash"),
-                 "prompt_text": ("q", "prompt_text_hash")}
+        # a text kept once (prompt, dataset_row, ...) is joined in from `texts`, under an alias of its own
+        joins = {f: (f"t{i}", known.columns[f]) for i, f in enumerate(known.refs)}
         # the paging key is selected first (and not again); within one (task, model) it is
         # (sample_index, epoch) alone and the two names are filled in, not read per row
         within = task_id is not None and model is not None
@@ -247,8 +253,8 @@ class Store(RunRecords, GradeReuse):
             if f not in keys and f not in position and not (within and f in ("task_id", "model")):
                 position[f] = len(position)
         constant = {"task_id": task_id, "model": model} if within else {}
-        decode = [f in JSON_FIELDS for f in fields]
-        flags = [f == "cached" for f in fields]
+        decode = [f in known.json for f in fields]
+        flags = [f in known.bools for f in fields]
         scores = [f.startswith(SCORE_PREFIX) for f in fields]
         rows = self._rows(base + order, (*params, batch_size))
         while rows:
@@ -326,9 +332,9 @@ class Store(RunRecords, GradeReuse):
         """Matching samples as dicts (the shape the runner wrote), in key order: `column_pages`
         of every field, as rows. For big runs read `column_pages` instead."""
         out: list[dict[str, Any]] = []
-        for page in self.column_pages(run_id, SAMPLE_FIELDS, task_id=task_id, model=model, status=status,
-                                      batch_size=5000):
-            out.extend(dict(zip(SAMPLE_FIELDS, values)) for values in zip(*page.values()))
+        fields = self.sample_columns.fields
+        for page in self.column_pages(run_id, fields, task_id=task_id, model=model, status=status, batch_size=5000):
+            out.extend(dict(zip(fields, values)) for values in zip(*page.values()))
         return out
 
     # ---- the output cache -------------------------------------------------------------------
