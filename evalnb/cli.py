@@ -160,7 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "Batch API (cheaper, answers within 24h; EVALNB_BATCH_POLL_S sets how often it looks)")
     p.add_argument("--api-key-env", metavar="VAR",
                    help="read the key of every model without api_key_env= of its own from $VAR (default: "
-                        "OPENAI_API_KEY for OpenAI hosts, no key for other servers)")
+                        "OPENAI_API_KEY for OpenAI hosts, no key for other servers); only for models on one "
+                        "host: otherwise give api_key_env= per --model")
+    p.add_argument("--base-url", metavar="URL",
+                   help="server of every model without @URL or base_url= of its own (default: OpenAI)")
     p.add_argument("--name", metavar="TEXT", help='a name for the run, shown by `evalnb runs` (e.g. "v2: neutral defined")')
     p.add_argument("--no-reuse", action="store_true", help="call the models again instead of reusing stored outputs")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
@@ -431,7 +434,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from evalnb.runner.api import run
 
     suite = _load_suite(args.file, args.allow_paths_outside)
-    models = [_model(spec, args, "model") for spec in args.model]
+    given = [(spec, *_model_and_globals(spec, args, "model")) for spec in args.model]
+    for spec, what in ((args.judge_model, "judge_model"), (args.embedding_model, "embedding_model")):
+        if spec:
+            given.append((spec, *_model_and_globals(spec, args, what)))
+    _check_global_flags(given)
+    models = [m for _, m, _ in given[:len(args.model)]]
     judge = _model(args.judge_model, args, "judge_model") if args.judge_model else None
     embedding = _model(args.embedding_model, args, "embedding_model") if args.embedding_model else None
     prices = args.price
@@ -545,11 +553,17 @@ MODEL_OPTIONS = ("api", "label", "base_url", "api_key_env")  # NAME[@URL],key=va
 def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
     """``NAME[@BASE_URL][,api=chat][,label=X][,base_url=URL][,api_key_env=VAR]`` as a Model.
 
-    A bare NAME is OpenAI's (as `evalnb.Model`). The options after the first comma belong to
-    this model alone; the global ``--api`` / ``--api-key-env`` apply to the models that do not
-    set their own. So one run can compare a server's chat and Responses endpoints:
+    A bare NAME is OpenAI's (as `evalnb.Model`), or at the global ``--base-url``. The options
+    after the first comma belong to this model alone; the global ``--api`` / ``--api-key-env`` /
+    ``--base-url`` apply to the models that do not set their own (`_check_global_flags` refuses
+    them across hosts). So one run can compare a server's chat and Responses endpoints:
     ``--model m@URL,api=chat,label=m-chat --model m@URL,label=m-responses``.
     """
+    return _model_and_globals(spec, args, what)[0]
+
+
+def _model_and_globals(spec: str, args: argparse.Namespace, what: str) -> tuple[Model, set[str]]:
+    """The model of a ``--model`` spec and which global flags it takes (``api``, ``api_key_env``, ``base_url``)."""
     from dataclasses import replace
 
     from evalnb.runner.run_plan import as_model
@@ -565,10 +579,14 @@ def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
         if key in options:
             raise CliError(f"--{what.replace('_', '-')} {spec}: {key}= is given twice")
         options[key] = value.strip()
+    taken: set[str] = set()
     if "base_url" in options:
         if "@" in head:
             raise CliError(f"--{what.replace('_', '-')} {spec}: give the base URL once (NAME@URL or base_url=URL)")
         head = f"{head}@{options.pop('base_url')}"
+    elif "@" not in head and getattr(args, "base_url", None):
+        head = f"{head}@{args.base_url}"
+        taken.add("base_url")
     if options.get("api") not in (None, "responses", "chat"):
         raise CliError(f"--{what.replace('_', '-')} {spec}: api must be responses or chat, got {options['api']!r}")
     model = as_model(head, what, bare=True)
@@ -576,12 +594,37 @@ def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
     api = options.get("api") or args.api
     if api and what != "embedding_model":  # embeddings have one endpoint whatever the API
         changes["api"] = api
+        if "api" not in options:
+            taken.add("api")
     key_env = options.get("api_key_env") or args.api_key_env
     if key_env:
         changes["api_key_env"] = key_env
+        if "api_key_env" not in options:
+            taken.add("api_key_env")
     if "label" in options:
         changes["label"] = options["label"]
-    return replace(model, **changes) if changes else model
+    return (replace(model, **changes) if changes else model), taken
+
+
+def _check_global_flags(given: list[tuple[str, Model, set[str]]]) -> None:
+    """``--api``, ``--api-key-env`` and ``--base-url`` given once hold for one host only.
+
+    Applied to models on different hosts, one model's key would be sent to another's server
+    (``--model gpt-4.1-mini --model qwen@http://localhost:8000/v1 --api-key-env VLLM_API_KEY``
+    would send the vLLM key to OpenAI). Refused, with the per-model form that says it exactly.
+    """
+    from urllib.parse import urlsplit
+
+    for flag in ("api_key_env", "api", "base_url"):
+        takers = [(spec, m) for spec, m, taken in given if flag in taken]
+        hosts = {urlsplit(str(m.base_url)).netloc for _, m in takers}
+        if len(hosts) > 1:
+            option = "--" + flag.replace("_", "-")
+            raise CliError(
+                f"{option} is given once but would apply to models on {len(hosts)} hosts "
+                f"({', '.join(sorted(hosts))}): a key or setting meant for one server would go to another. "
+                f"Give it per model instead (options after a comma: {', '.join(k + '=' for k in MODEL_OPTIONS)}), "
+                "e.g. --model qwen@http://localhost:8000/v1,api=chat,api_key_env=VLLM_API_KEY,label=qwen")
 
 
 def _check_keys(models: list[Model]) -> None:
