@@ -60,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     saved_home = os.environ.get("EVALNB_HOME")
     if args.home is not None:
         os.environ["EVALNB_HOME"] = str(Path(args.home).expanduser())
+    _STORE_FILE[0] = Path(args.store).expanduser() if getattr(args, "store", None) else None
     try:
         return args.handler(args)
     except KeyboardInterrupt:
@@ -73,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _err(message)
         return 1
     finally:
+        _STORE_FILE[0] = None
         if saved_home is None:
             os.environ.pop("EVALNB_HOME", None)
         else:
@@ -180,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-failed", action="store_true",
                    help="also send again the samples that failed for their own reasons (a 400 for that prompt, "
                         "a grader error); by default only transport and provider failures and not-run samples are")
+    p.add_argument("--models-from-store", action="store_true",
+                   help="a run your evalnb did not record (someone else's store): call the models the store names, "
+                        "with the key variables it names; only for a store you trust")
+    _allow_paths_flag(p)
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(handler=cmd_resume)
@@ -219,6 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     parser.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS if suppress else None,
                         help="evalnb home folder (sets EVALNB_HOME for this command)")
+    parser.add_argument("--store", metavar="FILE", default=argparse.SUPPRESS if suppress else None,
+                        help="the store file to use instead of <home>/evalnb.sqlite (e.g. one a colleague sent)")
     parser.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS if suppress else False,
                         help="show the full traceback of an error")
 
@@ -454,7 +462,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
         reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
         name=args.name, judge_generation=args.judge_generation, max_cost_usd=args.max_cost_usd,
-        executor=args.executor,
+        executor=args.executor, store=_STORE_FILE[0],
     )), args)
 
 
@@ -487,7 +495,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     budget = {} if args.max_cost_usd is None else {"max_cost_usd": args.max_cost_usd}
     return _finish(_interruptible(lambda: resume(run_id, concurrency=args.concurrency, force=args.force,
                                                  progress=False if args.no_progress else "text",
-                                                 retry_failed=args.retry_failed, **budget)), args)
+                                                 retry_failed=args.retry_failed, store=_STORE_FILE[0],
+                                                 trust_stored_models=args.models_from_store,
+                                                 allow_paths_outside=args.allow_paths_outside, **budget)), args)
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -514,7 +524,7 @@ def _interruptible(start: Any) -> tuple[RunResult, BaseException | None]:
     except KeyboardInterrupt as stopped:
         if getattr(stopped, "run_id", None) is None:
             raise
-        return load_run(stopped.run_id), stopped
+        return load_run(stopped.run_id, store=_STORE_FILE[0]), stopped
 
 
 def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Namespace) -> int:
@@ -800,9 +810,16 @@ def _home() -> Path:
     return Path(os.environ.get("EVALNB_HOME") or ".evalnb").expanduser().resolve()
 
 
+_STORE_FILE: list[Path | None] = [None]  # --store FILE of the command being run
+
+
 def _open_store(required: bool = True) -> Store | None:
     from evalnb.store import Store
 
+    if _STORE_FILE[0] is not None:
+        if not _STORE_FILE[0].is_file():
+            raise CliError(f"--store {_STORE_FILE[0]}: no such file")
+        return Store(_STORE_FILE[0])
     path = _home() / "evalnb.sqlite"
     if path.is_file():
         return Store(path)

@@ -25,7 +25,8 @@ from evalnb.redaction import Redactor
 from evalnb.store._keys import canonical_json
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
-from evalnb.store._schema import WRITER_MMAP_BYTES, connect, ensure_schema
+from evalnb.store._schema import WRITER_MMAP_BYTES, connect, connect_read_only, ensure_schema, stored_version
+from evalnb.store._schema_check import unexpected_schema
 from evalnb.store._scores import distinct_keys, lean_arrays, series_firsts
 from evalnb.store._writer import StoreWriter
 
@@ -38,6 +39,24 @@ def default_store_path() -> Path:
     from evalnb.home import evalnb_home
 
     return evalnb_home() / "evalnb.sqlite"
+
+
+def open_store(store: Any = None, *, must_exist: bool = True) -> Store:
+    """``store=`` as the public functions take it: None (the evalnb home's), a `Store`, or the
+    path of a ``.sqlite`` file (one received from someone else, say). ``must_exist``: a path
+    that is no file is an error (reading, resuming), rather than a new empty store (a run)."""
+    if store is None:
+        return Store()
+    if isinstance(store, Store):
+        return store
+    if isinstance(store, (str, os.PathLike)):
+        path = Path(store).expanduser()
+        if path.is_dir():
+            raise EvalnbError(f"store={str(store)!r} is a folder; give the .sqlite file (e.g. {path / 'evalnb.sqlite'})")
+        if must_exist and not path.is_file():
+            raise EvalnbError(f"no evalnb store at {path} (store= takes a Store or the path of a .sqlite file)")
+        return Store(path)
+    raise TypeError(f"store= takes an evalnb Store or the path of a .sqlite file, got {type(store).__name__}")
 
 
 class Store(RunRecords, GradeReuse):
@@ -54,9 +73,23 @@ class Store(RunRecords, GradeReuse):
         self._lock = threading.RLock()
         self._redactor = Redactor()  # shared with this store's writers
         self._encoder = SampleEncoder(self._redactor)
+        self.read_only: str | None = None  # why this store takes no writes (None: it does)
         self._conn = connect(self.path, timeout=self._timeout)  # no memory map: see WRITER_MMAP_BYTES
         try:
-            self.schema_version = ensure_schema(self._conn)
+            # a store may be someone else's: nothing of its schema runs until it is known to be evalnb's own
+            # (its own triggers use json functions SQLite does not mark innocuous, so ON again after)
+            self._conn.execute("PRAGMA trusted_schema = OFF")
+            problems = unexpected_schema(self._conn, stored_version(self._conn))
+            if problems:
+                # not only evalnb's: read it, never write (a trigger would run with our writes)
+                self._conn.close()
+                self._conn = connect_read_only(self.path, timeout=self._timeout)
+                self.read_only = (f"{self.path} holds SQLite objects evalnb did not create ({'; '.join(problems)}), "
+                                  "so evalnb opened it read-only: it can be read and reported, not written")
+                self.schema_version = stored_version(self._conn)
+            else:
+                self._conn.execute("PRAGMA trusted_schema = ON")
+                self.schema_version = ensure_schema(self._conn)
         except BaseException:
             self._conn.close()
             raise
@@ -80,6 +113,7 @@ class Store(RunRecords, GradeReuse):
     def _transaction(self) -> Iterator[Any]:
         with self._lock:
             self._check_open()
+            self.check_writable()
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -88,6 +122,11 @@ class Store(RunRecords, GradeReuse):
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 raise
+
+    def check_writable(self) -> None:
+        """Raise, saying why, when this store was opened read-only (see `read_only`)."""
+        if self.read_only:
+            raise EvalnbError(self.read_only)
 
     def _check_open(self) -> None:
         if getattr(self, "_closed", False):
@@ -175,6 +214,7 @@ class Store(RunRecords, GradeReuse):
         """
         with self._lock:
             self._check_open()
+            self.check_writable()
             ops = self._encoder.encode_many(samples, run_id, _now())
             try:
                 return write_ops(self._conn, ops)
@@ -184,6 +224,7 @@ class Store(RunRecords, GradeReuse):
 
     def writer(self, run_id: str | None = None, **options: Any) -> StoreWriter:
         """A group-committing background writer on its own connection (see `StoreWriter`)."""
+        self.check_writable()
         return StoreWriter(self._connect, self._redactor, run_id=run_id, **options)
 
     def column_pages(
