@@ -172,7 +172,8 @@ class Store(RunRecords, GradeReuse):
         with self._transaction() as conn:
             conn.execute(
                 "INSERT INTO suites (version, manifest, created_at) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING",
-                (version, canonical_json(dict(manifest)), _now()),
+                # masked like every other text (a key pasted into grader code): as text, so no field is dropped
+                (version, self._redactor.text(canonical_json(dict(manifest))), _now()),
             )
         return version
 
@@ -482,7 +483,7 @@ class Store(RunRecords, GradeReuse):
                 "INSERT INTO task_metrics (run_id, task_id, model, metrics, error, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (run_id, task_id, model) DO UPDATE SET metrics = excluded.metrics, "
                 "error = excluded.error, updated_at = excluded.updated_at",
-                (run_id, task_id, model, None if metrics is None else to_json(dict(metrics)),
+                (run_id, task_id, model, None if metrics is None else self._redactor.text(to_json(dict(metrics))),
                  self._scrub(error_text(error)), _now()),
             )
 
@@ -503,7 +504,7 @@ class Store(RunRecords, GradeReuse):
                     "INSERT INTO executor_state (run_id, executor, key, value, updated_at) VALUES (?, ?, ?, ?, ?) "
                     "ON CONFLICT (run_id, executor, key) DO UPDATE SET value = excluded.value, "
                     "updated_at = excluded.updated_at",
-                    (run_id, executor, key, to_json(value), _now()))
+                    (run_id, executor, key, self._redactor.text(to_json(value)), _now()))
 
     def executor_state(self, run_id: str, executor: str) -> dict[str, Any]:
         """Everything `save_executor_state` kept for (run, executor): key -> value."""
