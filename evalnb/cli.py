@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset-path", action="append", default=[], metavar="DATASET=FOLDER",
                    help="read lm-eval dataset_path DATASET from a local Hugging Face folder (repeatable)")
     p.add_argument("--limit-rows", type=_positive, help="read at most N rows per task (max_rows)")
+    p.add_argument("--allow-paths-outside", action="store_true",
+                   help="let a task's include: and !function files leave its folder (absolute, ~, ..); "
+                        "only for a task folder you trust")
     p.set_defaults(handler=cmd_import_lm_eval)
 
     p = sub.add_parser("preview", parents=[common], help="show the prompt, target and row of an item")
@@ -328,7 +331,7 @@ def cmd_import_lm_eval(args: argparse.Namespace) -> int:
             raise CliError(f"--dataset-path {pair!r}: expected DATASET=FOLDER")
         paths[name] = str(Path(folder).expanduser().resolve())
     suite = Suite.from_lm_eval(list(args.tasks), num_fewshot=args.num_fewshot, dataset_paths=paths,
-                               limit_rows=args.limit_rows)
+                               limit_rows=args.limit_rows, allow_paths_outside=args.allow_paths_outside)
     data = suite.to_dict()
     out = args.output
     if out is not None:
