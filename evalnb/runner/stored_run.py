@@ -36,8 +36,7 @@ def stored_models(record: dict[str, Any], options: dict[str, Any], *, foreign: b
         given = {"model": models, "judge_model": judge_model, "embedding_model": embedding_model}
         unvouched = [e for e in run_endpoints(record) if given[e["role"]] is None]
         if unvouched:
-            lines = "; ".join(f"{e['role']} {e['name']!r} at {e['base_url'] or 'OpenAI'} with the key of "
-                              f"${e['api_key_env'] or 'OPENAI_API_KEY (for OpenAI hosts)'}" for e in unvouched)
+            lines = "; ".join(_endpoint_text(e) for e in unvouched)
             raise ForeignRunError(
                 f"run {record['run_id']} was not recorded by your evalnb (its model records are not signed by "
                 f"your key, {_key_hint()}): a resume would send requests, and your keys, where the store says: "
@@ -71,6 +70,18 @@ def stored_suite(store: Any, record: dict[str, Any], *, foreign: bool, allow_pat
                                "the store's folder; resume(..., allow_paths_outside=True) lifts this)")
         raise ManifestError(problems)
     return suite
+
+
+def _endpoint_text(endpoint: dict[str, Any]) -> str:
+    """``model 'm' at URL with the key in $VAR`` (or: with no key), as the model would send it."""
+    from evalnb.providers import Model
+
+    try:
+        env = Model(str(endpoint["name"]), base_url=endpoint["base_url"], api_key_env=endpoint["api_key_env"]).key_env
+    except (TypeError, ValueError):
+        env = endpoint["api_key_env"]
+    key = f"with the key in ${env}" if env else "with no key"
+    return f"{endpoint['role']} {endpoint['name']!r} at {endpoint['base_url'] or 'OpenAI'} {key}"
 
 
 def _key_hint() -> str:

@@ -106,6 +106,7 @@ def test_reading_and_reporting_a_received_store_sends_nothing(sent, listener, tm
     result = evalnb.load_run(run_id, store=str(store))
     assert len(result.samples) > 0 and len(result.metrics) > 0
     result.diff(evalnb.load_run("latest", store=store))
+    result.browse()
     evalnb.report(run_id, tmp_path / "run.html", store=store)
     assert (tmp_path / "run.html").stat().st_size > 0
     assert _heard(listener) == 0
@@ -117,7 +118,7 @@ def test_a_received_run_resumes_only_against_the_models_the_receiver_passes(sent
     if vouched == "refused":
         with pytest.raises(ForeignRunError) as caught:
             evalnb.resume(run_id, store=store, progress=False)
-        assert listener.base_url in str(caught.value) and "$OPENAI_API_KEY" in str(caught.value)
+        assert listener.base_url in str(caught.value) and "with the key in $OPENAI_API_KEY" in str(caught.value)
         assert "trust_stored_models=True" in str(caught.value) and "models=" in str(caught.value)
     elif vouched == "models=":
         resumed = evalnb.resume(run_id, store=store, models=[_model(mine)], max_cost_usd=None, progress=False)
