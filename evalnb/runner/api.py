@@ -228,7 +228,8 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
     foreign = foreign_run(record)
     options = stored_options(record)
     models = stored_models(record, options, foreign=foreign, models=models, judge_model=judge_model,
-                           embedding_model=embedding_model, trust_stored_models=trust_stored_models)
+                           embedding_model=embedding_model, trust_stored_models=trust_stored_models,
+                           executor=executor)
     suite = stored_suite(store, record, foreign=foreign,
                          allow_paths_outside=allow_paths_outside)
     if judge_model is not None:

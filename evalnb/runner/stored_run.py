@@ -28,12 +28,14 @@ def store_folder(store: Any) -> Path:
 
 
 def stored_models(record: dict[str, Any], options: dict[str, Any], *, foreign: bool, models: Any,
-                  judge_model: Any, embedding_model: Any, trust_stored_models: bool) -> list[Any]:
-    """The models a resume calls; for a foreign run only those the caller passed (or trusts)."""
+                  judge_model: Any, embedding_model: Any, trust_stored_models: bool, executor: Any = None) -> list[Any]:
+    """The models a resume calls; for a foreign run only those the caller passed (or trusts).
+    A foreign run's Ray cluster address counts as an endpoint too (``executor=`` vouches for one)."""
     from evalnb.store import run_endpoints
 
     if foreign and not trust_stored_models:
-        given = {"model": models, "judge_model": judge_model, "embedding_model": embedding_model}
+        given = {"model": models, "judge_model": judge_model, "embedding_model": embedding_model,
+                 "executor": executor}
         unvouched = [e for e in run_endpoints(record) if given[e["role"]] is None]
         if unvouched:
             lines = "; ".join(_endpoint_text(e) for e in unvouched)
@@ -41,7 +43,7 @@ def stored_models(record: dict[str, Any], options: dict[str, Any], *, foreign: b
                 f"run {record['run_id']} was not recorded by your evalnb (its model records are not signed by "
                 f"your key, {_key_hint()}): a resume would send requests, and your keys, where the store says: "
                 f"{lines}. Pass the models yourself (resume(..., models=[...], judge_model=..., "
-                "embedding_model=...)), or trust_stored_models=True (CLI: --models-from-store) if you trust "
+                "embedding_model=..., executor=...)), or trust_stored_models=True (CLI: --models-from-store) if you trust "
                 "who wrote this store")
         for role in ("judge_model", "embedding_model"):  # the stored ones are gone: never rebuilt unvouched
             if given[role] is None:
@@ -76,6 +78,8 @@ def _endpoint_text(endpoint: dict[str, Any]) -> str:
     """``model 'm' at URL with the key in $VAR`` (or: with no key), as the model would send it."""
     from evalnb.providers import Model
 
+    if endpoint["role"] == "executor":
+        return f"executor {endpoint['name']!r} at {endpoint['base_url']} (the calls, with your keys, run there)"
     try:
         env = Model(str(endpoint["name"]), base_url=endpoint["base_url"], api_key_env=endpoint["api_key_env"]).key_env
     except (TypeError, ValueError):

@@ -71,7 +71,8 @@ def sign_run(run_id: str, suite_version: str, summary: dict[str, Any]) -> dict[s
 
 
 def run_endpoints(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every model a resume of this stored run would call: role, name, base URL, key variable."""
+    """Every model a resume of this stored run would call (role, name, base URL, key variable),
+    and a Ray cluster's address when its executor names one (role ``executor``)."""
     summary = record.get("summary") or {}
     options = summary.get("options") or {}
     found = []
@@ -84,6 +85,10 @@ def run_endpoints(record: dict[str, Any]) -> list[dict[str, Any]]:
             m = m if isinstance(m, dict) else {"name": str(m)}
             found.append({"role": role, "name": m.get("name"), "base_url": m.get("base_url"),
                           "api_key_env": m.get("api_key_env")})
+    executor = options.get("executor")
+    if isinstance(executor, dict) and executor.get("address"):  # a Ray cluster: the calls and keys go there
+        found.append({"role": "executor", "name": executor.get("type"), "base_url": executor["address"],
+                      "api_key_env": None})
     return found
 
 

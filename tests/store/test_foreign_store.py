@@ -240,3 +240,19 @@ def test_the_cli_reads_a_store_file_and_resumes_only_with_the_models_from_store_
     assert main(["resume", run_id, "--store", str(store), "--no-progress", "--models-from-store",
                  "--max-cost-usd", "100"]) == 0  # the control: trusted on request, the key goes there
     assert {r.headers.get("authorization") for r in listener.requests} == {f"Bearer {RECEIVER_KEY}"}
+
+
+def test_a_received_runs_ray_cluster_address_counts_as_an_endpoint(sent, mine):
+    _, store, run_id = sent
+    conn = sqlite3.connect(store)
+    (summary,) = conn.execute("SELECT summary FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    summary = json.loads(summary)
+    summary["options"]["executor"] = {"type": "ray", "address": "ray://127.0.0.1:1", "num_workers": 1}
+    conn.execute("UPDATE runs SET summary = ? WHERE run_id = ?", (json.dumps(summary), run_id))
+    conn.commit()
+    conn.close()
+    with pytest.raises(ForeignRunError, match="executor 'ray' at ray://127.0.0.1:1"):
+        evalnb.resume(run_id, store=store, models=[_model(mine)], progress=False)
+    resumed = evalnb.resume(run_id, store=store, models=[_model(mine)], executor="local", max_cost_usd=None,
+                            progress=False)
+    assert resumed.status == "completed" and mine.request_count > 0
