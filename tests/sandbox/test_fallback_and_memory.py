@@ -11,6 +11,7 @@ with the filter off changes the file and holds the memory.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -24,6 +25,7 @@ from evalnb.sandbox import Job, SandboxPool, UserCode
 
 LINUX = sys.platform.startswith("linux")
 ROOT = LINUX and os.getuid() == 0
+SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None)
 pytestmark = pytest.mark.skipif(not LINUX, reason="seccomp is Linux-only")
 
 CHANGE_FILE = r'''
@@ -120,7 +122,40 @@ def _shmem_kb() -> int:
     raise LookupError("Shmem")
 
 
-def _fill_through_memfd(**pool_options) -> tuple[list, int]:
+NOBODY_CALLER = r"""
+import json, sys
+from evalnb.sandbox import Job, SandboxPool, UserCode
+with SandboxPool(1) as pool:
+    job = Job(UserCode(sys.argv[1], "memfd.py"), names=("grade",), nargs=2)
+    results = pool.run_sync(job, [[{}, {"fill": 1536}], [{}, {}]])
+print(json.dumps([{"ok": r.ok, "error": r.error, "value": r.value} for r in results]))
+"""
+
+
+class _Result:
+    def __init__(self, raw: dict) -> None:
+        self.ok, self.error, self.value = raw["ok"], raw["error"], raw["value"]
+
+
+def _as_nobody(base: Path) -> list:
+    """The same two calls in a caller running as `nobody` (a system python3, evalnb copied where it can read)."""
+    import shutil
+    import subprocess
+
+    import evalnb
+
+    lib = base / "lib"
+    shutil.copytree(Path(evalnb.__file__).parent, lib / "evalnb", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [base, *base.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    done = subprocess.run([SYSTEM_PYTHON, "-c", NOBODY_CALLER, MEMFD], env={"PYTHONPATH": str(lib), "PATH": os.defpath},
+                          cwd="/", user=65534, group=65534, extra_groups=[], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [_Result(r) for r in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+def _fill_through_memfd(run=None, **pool_options) -> tuple[list, int]:
     """Run the memfd grader (1.5 GB) and a plain one; the peak growth of the machine's Shmem in MB."""
     baseline, peak, done = _shmem_kb(), [0], threading.Event()
 
@@ -132,9 +167,12 @@ def _fill_through_memfd(**pool_options) -> tuple[list, int]:
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        with SandboxPool(1, **pool_options) as pool:
-            job = Job(UserCode(MEMFD, "memfd.py"), names=("grade",), nargs=2)
-            results = pool.run_sync(job, [[{}, {"fill": 1536}], [{}, {}]])
+        if run is not None:
+            results = run()
+        else:
+            with SandboxPool(1, **pool_options) as pool:
+                job = Job(UserCode(MEMFD, "memfd.py"), names=("grade",), nargs=2)
+                results = pool.run_sync(job, [[{}, {"fill": 1536}], [{}, {}]])
     finally:
         done.set()
         watcher.join()
@@ -147,6 +185,22 @@ def test_a_grader_filling_memory_through_memfd_fails_its_sample_and_the_machine_
     assert not results[0].ok and "memfd_create is not allowed in the evalnb sandbox" in results[0].error, results[0]
     assert "memory cap" in results[0].error
     assert results[1].ok and results[1].value == 1  # the next sample is graded: the run goes on
+    assert grown_mb < 600, grown_mb
+
+
+@pytest.mark.skipif(not ROOT or SYSTEM_PYTHON is None, reason="needs root and a system python3 for `nobody`")
+def test_as_nobody_memfd_is_refused_too():
+    import secrets
+    import shutil
+
+    base = Path(f"/tmp/evalnb-memfd-{secrets.token_hex(4)}")  # a folder `nobody` can enter
+    base.mkdir()
+    try:
+        results, grown_mb = _fill_through_memfd(lambda: _as_nobody(base))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert not results[0].ok and "memfd_create is not allowed in the evalnb sandbox" in results[0].error, results[0]
+    assert results[1].ok and results[1].value == 1
     assert grown_mb < 600, grown_mb
 
 
