@@ -79,7 +79,11 @@ class Store(RunRecords, GradeReuse):
             # a store may be someone else's: nothing of its schema runs until it is known to be evalnb's own
             # (its own triggers use json functions SQLite does not mark innocuous, so ON again after)
             self._conn.execute("PRAGMA trusted_schema = OFF")
-            problems = unexpected_schema(self._conn, stored_version(self._conn))
+            self._conn.execute("BEGIN")  # one snapshot: another process may be creating the schema now
+            try:
+                problems = unexpected_schema(self._conn, stored_version(self._conn))
+            finally:
+                self._conn.execute("COMMIT")
             if problems:
                 # not only evalnb's: read it, never write (a trigger would run with our writes)
                 self._conn.close()
