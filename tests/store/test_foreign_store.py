@@ -202,7 +202,10 @@ def test_a_store_with_a_trigger_of_someone_elses_is_opened_read_only(sent, liste
         evalnb.run(_suite(receiver / "mine"), [_model(mine)], max_samples=1, progress=False, store=store)
     with pytest.raises(EvalnbError, match="read-only"):
         evalnb.resume(run_id, store=store, models=[_model(mine)], progress=False)
-    assert len(evalnb.load_run(run_id, store=store).samples) > 0
+    read = evalnb.load_run(run_id, store=store)  # reading and reporting still work, read-only
+    assert len(read.samples) > 0 and len(read.metrics) > 0
+    evalnb.report(read, receiver / "run.html")
+    assert (receiver / "run.html").stat().st_size > 0
     assert _heard(listener) == 0 and mine.request_count == 0
     # the receiver's own store is untouched: a run there goes where it says
     own = evalnb.run(_suite(receiver / "mine"), [_model(mine)], max_samples=1, progress=False)
