@@ -85,7 +85,7 @@ class RunEngine:
     async def _execute(self) -> "RunResult":
         from evalnb.results.run_result import RunResult
         from evalnb.sandbox import SandboxPool
-        from evalnb.store import Store
+        from evalnb.store import open_store
 
         plan = self.plan
         self._loop = asyncio.get_running_loop()
@@ -97,7 +97,7 @@ class RunEngine:
         # grader check waits for it); more start when the grading needs them.
         warm = self.pool.warm_soon(1)
         try:
-            store = self.store = self._store or Store()
+            store = self.store = open_store(self._store, must_exist=False)
             self._open_run()
         except BaseException:
             # close first: a worker still starting is then stopped as soon as it is up
@@ -152,6 +152,8 @@ class RunEngine:
         return result
 
     def _open_run(self) -> None:
+        from evalnb.store import sign_run
+
         plan, store = self.plan, self.store
         suite = plan.suite
         manifest = suite.to_dict()
@@ -182,11 +184,13 @@ class RunEngine:
         # no key variables: resume() rebuilds the models from this
         # a name given now labels the run, also one this run continues
         named = {} if plan.name is None else {"name": plan.name}
-        store.update_run(self.run_id, summary={
+        summary = store.scrub({
             "base_dir": base_dir,
             "models": [model_record(m) for m in plan.models],
             "options": plan.stored_options(),
-        }, **named)
+        })
+        # signed with this user's secret: a resume sends keys only to models this evalnb recorded
+        store.update_run(self.run_id, summary=sign_run(self.run_id, suite.version, summary), **named)
         self.progress.run_id = self.run_id
 
     def _stop_reasons(self) -> str | None:

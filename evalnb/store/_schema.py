@@ -253,6 +253,21 @@ def connect(path: Path, *, timeout: float = 30.0, mmap_bytes: int = 0) -> sqlite
     return conn
 
 
+def connect_read_only(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
+    """A connection that cannot write: for a store whose schema holds objects evalnb did not make."""
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=timeout, isolation_level=None,
+                           check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+    conn.execute("PRAGMA trusted_schema = OFF")
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def stored_version(conn: sqlite3.Connection) -> int | None:
+    """The schema version the file records (None: no evalnb schema yet)."""
+    return _stored_version(conn)
+
+
 def _stored_version(conn: sqlite3.Connection) -> int | None:
     has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
     if not has_meta:

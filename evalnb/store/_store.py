@@ -25,7 +25,8 @@ from evalnb.sample import Sample
 from evalnb.store._columns import columns_for, ensure_sample_columns
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
-from evalnb.store._schema import WRITER_MMAP_BYTES, connect, ensure_schema
+from evalnb.store._schema import WRITER_MMAP_BYTES, connect, connect_read_only, ensure_schema, stored_version
+from evalnb.store._schema_check import unexpected_schema
 from evalnb.store._scores import distinct_keys, lean_arrays, series_firsts
 from evalnb.store._writer import StoreWriter
 
@@ -38,6 +39,24 @@ def default_store_path() -> Path:
     from evalnb.home import evalnb_home
 
     return evalnb_home() / "evalnb.sqlite"
+
+
+def open_store(store: Any = None, *, must_exist: bool = True) -> Store:
+    """``store=`` as the public functions take it: None (the evalnb home's), a `Store`, or the
+    path of a ``.sqlite`` file (one received from someone else, say). ``must_exist``: a path
+    that is no file is an error (reading, resuming), rather than a new empty store (a run)."""
+    if store is None:
+        return Store()
+    if isinstance(store, Store):
+        return store
+    if isinstance(store, (str, os.PathLike)):
+        path = Path(store).expanduser()
+        if path.is_dir():
+            raise EvalnbError(f"store={str(store)!r} is a folder; give the .sqlite file (e.g. {path / 'evalnb.sqlite'})")
+        if must_exist and not path.is_file():
+            raise EvalnbError(f"no evalnb store at {path} (store= takes a Store or the path of a .sqlite file)")
+        return Store(path)
+    raise TypeError(f"store= takes an evalnb Store or the path of a .sqlite file, got {type(store).__name__}")
 
 
 class Store(RunRecords, GradeReuse):
@@ -57,10 +76,28 @@ class Store(RunRecords, GradeReuse):
         self._lock = threading.RLock()
         self._redactor = Redactor()  # shared with this store's writers
         self._encoder = SampleEncoder(self._redactor, self.sample_columns)
+        self.read_only: str | None = None  # why this store takes no writes (None: it does)
         self._conn = connect(self.path, timeout=self._timeout)  # no memory map: see WRITER_MMAP_BYTES
         try:
-            self.schema_version = ensure_schema(self._conn)
-            ensure_sample_columns(self._conn, self.sample_columns)
+            # a store may be someone else's: nothing of its schema runs until it is known to be evalnb's own
+            # (its own triggers use json functions SQLite does not mark innocuous, so ON again after)
+            self._conn.execute("PRAGMA trusted_schema = OFF")
+            self._conn.execute("BEGIN")  # one snapshot: another process may be creating the schema now
+            try:
+                problems = unexpected_schema(self._conn, stored_version(self._conn))
+            finally:
+                self._conn.execute("COMMIT")
+            if problems:
+                # not only evalnb's: read it, never write (a trigger would run with our writes)
+                self._conn.close()
+                self._conn = connect_read_only(self.path, timeout=self._timeout)
+                self.read_only = (f"{self.path} holds SQLite objects evalnb did not create ({'; '.join(problems)}), "
+                                  "so evalnb opened it read-only: it can be read and reported, not written")
+                self.schema_version = stored_version(self._conn)
+            else:
+                self._conn.execute("PRAGMA trusted_schema = ON")
+                self.schema_version = ensure_schema(self._conn)
+                ensure_sample_columns(self._conn, self.sample_columns)
         except BaseException:
             self._conn.close()
             raise
@@ -84,6 +121,7 @@ class Store(RunRecords, GradeReuse):
     def _transaction(self) -> Iterator[Any]:
         with self._lock:
             self._check_open()
+            self.check_writable()
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -92,6 +130,11 @@ class Store(RunRecords, GradeReuse):
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 raise
+
+    def check_writable(self) -> None:
+        """Raise, saying why, when this store was opened read-only (see `read_only`)."""
+        if self.read_only:
+            raise EvalnbError(self.read_only)
 
     def _check_open(self) -> None:
         if getattr(self, "_closed", False):
@@ -137,7 +180,8 @@ class Store(RunRecords, GradeReuse):
         with self._transaction() as conn:
             conn.execute(
                 "INSERT INTO suites (version, manifest, created_at) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING",
-                (version, canonical_json(dict(manifest)), _now()),
+                # masked like every other text (a key pasted into grader code): as text, so no field is dropped
+                (version, self._redactor.text(canonical_json(dict(manifest))), _now()),
             )
         return version
 
@@ -179,6 +223,7 @@ class Store(RunRecords, GradeReuse):
         """
         with self._lock:
             self._check_open()
+            self.check_writable()
             ops = self._encoder.encode_many(samples, run_id, _now())
             try:
                 return write_ops(self._conn, ops)
@@ -188,6 +233,7 @@ class Store(RunRecords, GradeReuse):
 
     def writer(self, run_id: str | None = None, **options: Any) -> StoreWriter:
         """A group-committing background writer on its own connection (see `StoreWriter`)."""
+        self.check_writable()
         columns = None if self.sample_columns.cls is Sample else self.sample_columns
         return StoreWriter(self._connect, self._redactor, run_id=run_id, columns=columns, **options)
 
@@ -447,7 +493,7 @@ class Store(RunRecords, GradeReuse):
                 "INSERT INTO task_metrics (run_id, task_id, model, metrics, error, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (run_id, task_id, model) DO UPDATE SET metrics = excluded.metrics, "
                 "error = excluded.error, updated_at = excluded.updated_at",
-                (run_id, task_id, model, None if metrics is None else to_json(dict(metrics)),
+                (run_id, task_id, model, None if metrics is None else self._redactor.text(to_json(dict(metrics))),
                  self._scrub(error_text(error)), _now()),
             )
 
@@ -468,7 +514,7 @@ class Store(RunRecords, GradeReuse):
                     "INSERT INTO executor_state (run_id, executor, key, value, updated_at) VALUES (?, ?, ?, ?, ?) "
                     "ON CONFLICT (run_id, executor, key) DO UPDATE SET value = excluded.value, "
                     "updated_at = excluded.updated_at",
-                    (run_id, executor, key, to_json(value), _now()))
+                    (run_id, executor, key, self._redactor.text(to_json(value)), _now()))
 
     def executor_state(self, run_id: str, executor: str) -> dict[str, Any]:
         """Everything `save_executor_state` kept for (run, executor): key -> value."""
