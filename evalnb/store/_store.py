@@ -23,6 +23,7 @@ from evalnb.redaction import Redactor
 from evalnb.store._keys import canonical_json
 from evalnb.sample import Sample
 from evalnb.store._columns import columns_for, ensure_sample_columns
+from evalnb.store._pairwise import PairwiseRecords
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
 from evalnb.store._schema import WRITER_MMAP_BYTES, connect, ensure_schema
@@ -40,7 +41,7 @@ def default_store_path() -> Path:
     return evalnb_home() / "evalnb.sqlite"
 
 
-class Store(RunRecords, GradeReuse):
+class Store(RunRecords, GradeReuse, PairwiseRecords):
     """SQLite store in WAL mode: one writer at a time, any number of concurrent readers.
 
     Safe to share between threads (calls are serialised by a lock); for the hot path use
