@@ -72,8 +72,8 @@ def fit_bradley_terry(design: Any, share: Any, weight: Any, start: Any = None) -
 
 
 def _design(pairs: pd.DataFrame, names: list[str], lengths: Any) -> tuple[Any, Any, Any]:
-    """(X, share of the win for a, item index) of the judged pairs; X has a column per candidate
-    (+1 for a, −1 for b) and, with ``lengths``, the tanh length term last."""
+    """(X, share of the win for a, item index) of the judged pairs, one row each; X has a column per
+    candidate (+1 for a, −1 for b) and, with ``lengths``, the tanh length term last."""
     import numpy as np
 
     column = {n: i for i, n in enumerate(names)}
@@ -90,6 +90,27 @@ def _design(pairs: pd.DataFrame, names: list[str], lengths: Any) -> tuple[Any, A
     return X, share, items
 
 
+def _by_item(X: Any, share: Any, items: Any, k: int) -> tuple[Any, Any, Any]:
+    """Without a length term a row only matters through its pair of candidates: (one design row per
+    pair of candidates, pairs judged per item and pair, i's win share per item and pair), so a
+    resample is two matrix products and a fit over at most k(k−1)/2 rows, whatever the item count."""
+    import numpy as np
+
+    first, second = X[:, :k].argmax(axis=1), X[:, :k].argmin(axis=1)
+    low, high = np.minimum(first, second), np.maximum(first, second)
+    cell_of = {(i, j): c for c, (i, j) in enumerate((i, j) for i in range(k) for j in range(i + 1, k))}
+    cells = np.array([cell_of[(i, j)] for i, j in zip(low.tolist(), high.tolist())], dtype=int)
+    won = np.where(first == low, share, 1.0 - share)  # the lower-numbered candidate's share
+    n_items = int(items.max()) + 1 if len(items) else 0
+    counts, wins = np.zeros((n_items, len(cell_of))), np.zeros((n_items, len(cell_of)))
+    np.add.at(counts, (items, cells), 1.0)
+    np.add.at(wins, (items, cells), won)
+    design = np.zeros((len(cell_of), k))
+    for (i, j), c in cell_of.items():
+        design[c, i], design[c, j] = 1.0, -1.0
+    return design, counts, wins
+
+
 def rank_table(pairs: pd.DataFrame, names: list[str], *, lengths: Any = None) -> pd.DataFrame:
     """The `RunResult.rank` table from a frame of judged pairs (verdict not None), best first.
 
@@ -103,16 +124,26 @@ def rank_table(pairs: pd.DataFrame, names: list[str], *, lengths: Any = None) ->
         lengths = np.asarray(lengths, float)
     X, share, items = _design(pairs, names, lengths)
     k = len(names)
-    ones = np.ones(len(pairs))
-    beta = fit_bradley_terry(X, share, ones)
     n_items = int(items.max()) + 1 if len(items) else 0
-    draws = np.empty((N_RESAMPLES, len(beta)))
     rng = np.random.default_rng(SEED)
-    for r in range(N_RESAMPLES):
-        counts = np.bincount(rng.integers(0, n_items, n_items), minlength=n_items) if n_items else np.zeros(0)
-        draws[r] = fit_bradley_terry(X, share, counts[items], start=beta)
+    draws = rng.multinomial(n_items, np.full(n_items, 1.0 / n_items), size=N_RESAMPLES) if n_items else None
+    if lengths is None:
+        design, counts, wins = _by_item(X, share, items, k)
+
+        def fit(weights: Any, start: Any = None) -> Any:
+            n, s = weights @ counts, weights @ wins
+            keep = n > 0
+            return fit_bradley_terry(design[keep], s[keep] / n[keep], n[keep], start)
+    else:
+        def fit(weights: Any, start: Any = None) -> Any:
+            return fit_bradley_terry(X, share, weights[items], start)
+    beta = fit(np.ones(n_items))
+    boot = np.array([fit(d.astype(float), beta) for d in draws]) if draws is not None else np.zeros((0, len(beta)))
     scores = elo_scale(beta[:k])
-    low, high = (elo_scale(np.percentile(draws[:, :k], q, axis=0)) for q in (2.5, 97.5))
+    if len(boot):
+        low, high = (elo_scale(np.percentile(boot[:, :k], q, axis=0)) for q in (2.5, 97.5))
+    else:
+        low = high = np.full(k, math.nan)
     rows = []
     for i, name in enumerate(names):
         as_a, as_b = pairs[pairs["a"] == name]["verdict"], pairs[pairs["b"] == name]["verdict"]

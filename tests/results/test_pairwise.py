@@ -248,3 +248,29 @@ def test_stored_judgements_reach_the_run_report(run, model_server, tmp_path):
     page = path.read_text()
     assert "Pairwise judgements" in page and "win rate" in page and "Bradley" in page
     assert page.index("strong") < page.index("Samples")
+
+
+def test_a_candidate_that_won_everything_gets_a_finite_score(run, model_server):
+    server = model_server(fair_judge)
+    ranked = run.rank(judge_model=judge(server), models=["worst", "strong"], template=TEMPLATE)
+    assert ranked["model"].tolist() == ["strong", "worst"] and ranked[["wins", "losses"]].iloc[0].tolist() == [N, 0]
+    assert np.isfinite(ranked[["score", "ci_low", "ci_high"]].to_numpy()).all()
+    assert ranked["score"].iloc[0] - ranked["score"].iloc[1] > 1000  # no finite MLE: the weak prior holds it
+
+
+def test_candidate_names_are_models_or_variants_never_both():
+    from evalnb.results.candidates import candidate_names, candidate_samples
+
+    plain = pd.DataFrame({"task_id": "t", "model": ["m1", "m2"], "sample_index": 0, "epoch": 0})
+    assert candidate_samples(plain, "m2")["model"].tolist() == ["m2"]
+    assert candidate_names(plain.assign(variant=""), ["m1", "m2"]) == ["m1", "m2"]  # empty variants: none
+    variants = pd.DataFrame({"task_id": "t", "model": "m1", "sample_index": [0, 0], "epoch": 0,
+                             "variant": ["short", "long"]})
+    assert candidate_names(variants, ["m1"]) == ["m1", "short", "long"]
+    assert candidate_samples(variants, "long")["variant"].tolist() == ["long"]
+    with pytest.raises(ValueError, match="'m1' denotes several answers per item"):
+        candidate_samples(variants, "m1", where="a")
+    with pytest.raises(ValueError, match="both a model label and a variant name"):
+        candidate_samples(variants.assign(variant=["m1", "long"]), "m1")
+    with pytest.raises(ValueError, match="b='v9' is not a candidate of this run; its candidates: 'm1', 'short'"):
+        candidate_samples(variants, "v9", where="b")
