@@ -644,7 +644,8 @@ class RunResult:
     def costs(self) -> pd.DataFrame:
         """Per (task_id, model, role): calls, cached, input_tokens, cached_input_tokens,
         output_tokens, cost_usd, billed_model. ``role`` is ``candidate`` (the model's own calls)
-        or ``judge`` (its samples' grader calls, costed at the judge's price); see
+        or ``judge`` (its samples' grader calls, costed at the judge's price), and ``pairwise
+        judge`` for the run's pairwise judge calls (``model`` is then the pair, "a vs b"); see
         `evalnb.results.costs.costs_frame`."""
         return self._judging.costs
 
@@ -675,6 +676,7 @@ class RunResult:
         judged = self._pairwise.judge([(a, b)], judge_model=judge_model, task_id=task_id, template=template,
                                       swap=swap, concurrency=concurrency, judge_generation=judge_generation,
                                       max_cost_usd=max_cost_usd)
+        self._judging.forget_costs()
         return judged[(a, b)][0]
 
     def win_rate(self, a: str, b: str, *, judge_model: Any, task_id: str | Iterable[str] | None = None,
@@ -717,6 +719,7 @@ class RunResult:
         judged = self._pairwise.judge(all_pairs(names), judge_model=judge_model, task_id=task_id, template=template,
                                       swap=swap, concurrency=concurrency, judge_generation=judge_generation,
                                       max_cost_usd=max_cost_usd)
+        self._judging.forget_costs()
         frames, lengths = [], []
         for frame, both in judged.values():
             keep = frame["verdict"].notna().to_numpy()

@@ -212,6 +212,9 @@ def test_budget_and_price(run, model_server):
     assert 0 < spent <= 0.2 and 0 < len(stored) == server.calls() < 2 * N
     refused = pairs[pairs["error"].notna()]
     assert len(refused) and refused["error"].str.contains("budget").all()
+    [row] = run.costs[run.costs["role"] == "pairwise judge"].to_dict("records")
+    assert (row["model"], row["billed_model"], row["calls"], row["cached"]) == ("strong vs mid", "judge", len(stored), 0)
+    assert row["cost_usd"] == pytest.approx(spent) and run.cost_usd == pytest.approx(spent)  # candidates: no price
     # a larger budget continues: only the calls not made yet are sent
     run.pairwise("strong", "mid", judge_model=priced, template=TEMPLATE, max_cost_usd=100,
                  judge_generation={"max_output_tokens": 20})
