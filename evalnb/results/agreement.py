@@ -93,8 +93,6 @@ def judge_agreement(samples: pd.DataFrame, column: str | None, labels: Any, *, m
     """
     import pandas as pd
 
-    from evalnb.results.stats import wilson_interval
-
     if column is None:
         raise ValueError(f"metric {metric!r} is not a metric of this run; its metrics: {', '.join(available) or 'none'}")
     frame = _check_labels(labels, models)
@@ -113,22 +111,27 @@ def judge_agreement(samples: pd.DataFrame, column: str | None, labels: Any, *, m
         scored = part[part["judged"].notna()]
         person = [_category(v) for v in scored["label"]]
         judge = [_category(v) for v in scored["judged"]]
-        n = len(person)
-        confusion: dict[Any, dict[Any, int]] = {}
-        for a, b in zip(person, judge):
-            confusion.setdefault(a, {}).setdefault(b, 0)
-            confusion[a][b] += 1
-        agree = sum(a == b for a, b in zip(person, judge))
-        low, high = wilson_interval(agree, n) if n else (math.nan, math.nan)
-        rows.append({
-            "task_id": task, "model": model, "metric": metric, "n": n, "n_unscored": len(part) - n,
-            "accuracy": agree / n if n else math.nan, "ci_low": low, "ci_high": high,
-            "cohen_kappa": cohen_kappa(person, judge) if n else math.nan,
-            "confusion": {k: dict(sorted(v.items())) for k, v in sorted(confusion.items())},
-        })
+        rows.append({"task_id": task, "model": model, "metric": metric, "n": len(person),
+                     "n_unscored": len(part) - len(person), **_agreement(person, judge)})
     table = pd.DataFrame.from_records(rows, columns=list(AGREEMENT_COLUMNS))
     return table.astype({"n": "int64", "n_unscored": "int64", "accuracy": "float64", "ci_low": "float64",
                          "ci_high": "float64", "cohen_kappa": "float64"})
+
+
+def _agreement(person: list[Any], judge: list[Any]) -> dict[str, Any]:
+    """accuracy [95% Wilson], cohen_kappa and confusion of two raters' paired categories."""
+    from evalnb.results.stats import wilson_interval
+
+    n = len(person)
+    confusion: dict[Any, dict[Any, int]] = {}
+    for p, j in zip(person, judge):
+        confusion.setdefault(p, {}).setdefault(j, 0)
+        confusion[p][j] += 1
+    agree = sum(p == j for p, j in zip(person, judge))
+    low, high = wilson_interval(agree, n) if n else (math.nan, math.nan)
+    return {"accuracy": agree / n if n else math.nan, "ci_low": low, "ci_high": high,
+            "cohen_kappa": cohen_kappa(person, judge) if n else math.nan,
+            "confusion": {k: dict(sorted(v.items())) for k, v in sorted(confusion.items())}}
 
 
 def confusion_counts(confusion: Mapping[Any, Mapping[Any, int]]) -> tuple[list[Any], list[list[int]]]:
@@ -159,8 +162,6 @@ def pairwise_agreement(labels: Any, verdicts_of: Any) -> pd.DataFrame:
     """
     import pandas as pd
 
-    from evalnb.results.stats import wilson_interval
-
     if not isinstance(labels, pd.DataFrame):
         raise TypeError(f"labels must be a DataFrame, got {type(labels).__name__}")
     missing = [c for c in ("task_id", "sample_index", "a", "b", "label") if c not in labels.columns]
@@ -189,17 +190,8 @@ def pairwise_agreement(labels: Any, verdicts_of: Any) -> pd.DataFrame:
         for task, one in merged.groupby("task_id", sort=False):
             scored = one[one["verdict"].notna()]
             person, judge = scored["label"].tolist(), scored["verdict"].tolist()
-            n = len(person)
-            confusion: dict[str, dict[str, int]] = {}
-            for p, j in zip(person, judge):
-                confusion.setdefault(p, {}).setdefault(j, 0)
-                confusion[p][j] += 1
-            agree = sum(p == j for p, j in zip(person, judge))
-            low, high = wilson_interval(agree, n) if n else (math.nan, math.nan)
-            rows.append({"task_id": task, "a": a, "b": b, "n": n, "n_unjudged": len(one) - n,
-                         "accuracy": agree / n if n else math.nan, "ci_low": low, "ci_high": high,
-                         "cohen_kappa": cohen_kappa(person, judge) if n else math.nan,
-                         "confusion": {k: dict(sorted(v.items())) for k, v in sorted(confusion.items())}})
+            rows.append({"task_id": task, "a": a, "b": b, "n": len(person), "n_unjudged": len(one) - len(person),
+                         **_agreement(person, judge)})
     table = pd.DataFrame.from_records(rows, columns=list(PAIRWISE_AGREEMENT_COLUMNS))
     return table.astype({"n": "int64", "n_unjudged": "int64", "accuracy": "float64", "ci_low": "float64",
                          "ci_high": "float64", "cohen_kappa": "float64"})

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from evalnb.store import Store
 
-__all__ = ["PAIRWISE_COLUMNS", "PairwiseJudging", "pairs_from_calls"]
+__all__ = ["PAIRWISE_COLUMNS", "PairwiseJudging", "all_pairs", "pairs_from_calls"]
 
 PAIRWISE_COLUMNS = ("task_id", "sample_index", "epoch", "a", "b", "verdict", "verdict_ab", "verdict_ba",
                     "consistent", "error")
@@ -57,7 +57,6 @@ class PairwiseJudging:
                                row.target) for first, second, x, y in orders]
         verdicts = judge_calls(self._store, self._run_id, calls, judge_model=judge_model, template=template,
                                judge_generation=judge_generation, concurrency=concurrency, max_cost_usd=max_cost_usd)
-        self.last_sent = sum(v["sent"] for v in verdicts.values())
         return {(a, b): (_frame(both, a, b, verdicts, swap), both) for (a, b), both in answers.items()}
 
     def _answers(self, a: str, b: str, task_id: Any) -> pd.DataFrame:

@@ -769,6 +769,8 @@ class RunResult:
     def _pairwise_for_labels(self, a: str, b: str, tasks: list[str], *, judge_model: Any, template: str | None,
                              swap: bool) -> pd.DataFrame:
         """The verdicts of (a, b) on ``tasks``: judged now with ``judge_model``, else the stored ones."""
+        import pandas as pd
+
         if judge_model is not None:
             return self.pairwise(a, b, judge_model=judge_model, task_id=tasks, template=template, swap=swap)
         frame = self.pairwise_judgements
@@ -780,8 +782,6 @@ class RunResult:
         for name in ("verdict_ab", "verdict_ba"):
             flipped[name] = flipped[name].map({"a": "b", "b": "a", "tie": "tie"})
         both = [frame[(frame["a"] == a) & (frame["b"] == b)], flipped[(flipped["a"] == a) & (flipped["b"] == b)]]
-        import pandas as pd
-
         found = pd.concat(both, ignore_index=True)
         return found[found["task_id"].isin(tasks)]
 
