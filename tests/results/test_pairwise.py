@@ -249,7 +249,9 @@ def test_stored_judgements_reach_the_run_report(run, model_server, tmp_path):
     assert len(stored) == 3 * N and stored.attrs["judge"]["judge_model"] == "judge"
     path = evalnb.report(run.run_id, tmp_path / "run.html")
     page = path.read_text()
-    assert "Pairwise judgements" in page and "win rate" in page and "Bradley" in page
+    assert "Pairwise judgements" in page and "Win rate of A against B" in page  # the picture's title
+    assert "Bradley–Terry ranking (Elo scale" in page and "strong vs mid (n=24)" in page  # a bar's label
+    assert page.count("<svg") >= 3  # metrics, win rates, ranking
     assert page.index("strong") < page.index("Samples")
 
 
