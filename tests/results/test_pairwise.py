@@ -279,3 +279,20 @@ def test_candidate_names_are_models_or_variants_never_both():
         candidate_samples(variants.assign(variant=["m1", "long"]), "m1")
     with pytest.raises(ValueError, match="b='v9' is not a candidate of this run; its candidates: 'm1', 'short'"):
         candidate_samples(variants, "v9", where="b")
+
+
+def test_another_run_with_the_same_answers_is_judged_from_the_cache(make_suite, model_server):
+    cand, server = model_server(candidate), model_server(fair_judge)
+    suite = make_suite({"t": rows(N)})
+    models = [Model(m, base_url=cand.base_url) for m in ("strong", "mid")]
+    first = evalnb.run(suite, models, progress=False)
+    first.pairwise("strong", "mid", judge_model=judge(server), template=TEMPLATE)
+    second = evalnb.run(suite, models, progress=False, name="again")
+    assert second.run_id != first.run_id and server.calls() == 2 * N
+    pairs = second.pairwise("strong", "mid", judge_model=judge(server), template=TEMPLATE)
+    assert server.calls() == 2 * N and pairs["verdict"].tolist() == [better("strong", "mid", n) for n in range(N)]
+    stored = Store().pairwise_calls(second.run_id)
+    assert len(stored) == 2 * N and all(c["cached"] and c["cost_usd"] == 0 for c in stored)
+    # another template is another question: asked anew
+    second.pairwise("strong", "mid", judge_model=judge(server), template=TEMPLATE + " Be brief.", swap=False)
+    assert server.calls() == 3 * N
