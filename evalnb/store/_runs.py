@@ -535,6 +535,8 @@ class RunRecords:
             conn.execute("DELETE FROM task_metrics WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM judge_calls WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM executor_state WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM pairwise_calls WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM pairwise_judges WHERE run_id = ?", (run_id,))
         with _ACTIVE_LOCK:
             _ACTIVE_RUNS.discard(run_id)
 

@@ -23,6 +23,7 @@ from evalnb.redaction import Redactor
 from evalnb.store._keys import canonical_json
 from evalnb.sample import Sample
 from evalnb.store._columns import columns_for, ensure_sample_columns
+from evalnb.store._pairwise import PairwiseRecords
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
 from evalnb.store._schema import WRITER_MMAP_BYTES, connect, connect_read_only, ensure_schema, stored_version
@@ -59,7 +60,7 @@ def open_store(store: Any = None, *, must_exist: bool = True) -> Store:
     raise TypeError(f"store= takes an evalnb Store or the path of a .sqlite file, got {type(store).__name__}")
 
 
-class Store(RunRecords, GradeReuse):
+class Store(RunRecords, GradeReuse, PairwiseRecords):
     """SQLite store in WAL mode: one writer at a time, any number of concurrent readers.
 
     Safe to share between threads (calls are serialised by a lock); for the hot path use
