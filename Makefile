@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: test test-slow venv demo clean
+.PHONY: test test-slow venv demo docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -35,3 +35,14 @@ demo: venv
 
 clean:
 	rm -rf $(VENV) .evalnb reports
+
+# The documentation site (docs/ -> docs/_build/html), built offline without executing a
+# notebook; warnings are errors.
+$(VENV)/.docs-installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PIP) install -q -e '.[docs]'
+	@touch $@
+
+docs: $(VENV)/.docs-installed
+	@$(PY) -m sphinx -b html -q -W --keep-going docs docs/_build/html
+	@echo "documentation: docs/_build/html/index.html"
