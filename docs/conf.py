@@ -65,13 +65,21 @@ html_show_sourcelink = False
 
 
 def _drop_pending_pages(app, docname, source):
-    """Leave out toctree entries that name a PENDING_PAGES page not written yet."""
+    """Leave out toctree entries of the index that name a PENDING_PAGES page not written yet."""
     if docname != "index":
         return
     present = {p.stem for p in DOCS.glob("*.md")}
-    lines = source[0].splitlines(keepends=True)
-    source[0] = "".join(line for line in lines
-                        if not (line.strip() in PENDING_PAGES and line.strip() not in present))
+    kept, in_toctree = [], False
+    for line in source[0].splitlines(keepends=True):
+        if line.startswith("```{toctree}"):
+            in_toctree = True
+        elif line.startswith("```"):
+            in_toctree = False
+        name = line.strip()
+        if in_toctree and name in PENDING_PAGES and name not in present:
+            continue
+        kept.append(line)
+    source[0] = "".join(kept)
 
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -140,7 +148,13 @@ def _markdownish_summaries() -> None:
     autosummary.extract_summary = extract_summary
 
 
+def _reread_index(app, env, added, changed, removed):
+    """The index's toctrees depend on which pages exist: read it again on every build."""
+    return ["index"]
+
+
 def setup(app):
     _markdownish_summaries()
+    app.connect("env-get-outdated", _reread_index)
     app.connect("source-read", _drop_pending_pages)
     app.connect("autodoc-process-docstring", _markdownish_docstring)
