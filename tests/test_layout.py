@@ -14,7 +14,7 @@ from pathlib import Path
 import evalnb
 
 PACKAGE = Path(evalnb.__file__).parent
-README = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+LAYOUT_DOC = (PACKAGE.parent / "docs" / "development.md").read_text(encoding="utf-8")  # its "Layout" section
 
 
 def _modules() -> dict[str, Path]:
@@ -107,7 +107,7 @@ def test_public_names_stay_where_users_import_them():
     import evalnb
     from evalnb.results import stats
 
-    assert evalnb.stats is stats  # an attribute of evalnb (README: evalnb.stats.sample_size), not a copy
+    assert evalnb.stats is stats  # an attribute of evalnb (docs/results.md: evalnb.stats.sample_size), not a copy
     assert callable(evalnb.stats.sample_size)
     assert not (PACKAGE / "stats.py").exists() and not (PACKAGE / "comparison.py").exists()  # no shims
     assert callable(evalnb.run) and evalnb.run.__module__ == "evalnb.runner.api"
@@ -117,9 +117,9 @@ def test_public_names_stay_where_users_import_them():
     assert callable(evalnb.run)
 
 
-def test_the_readme_layout_names_every_package():
+def test_the_documented_layout_names_every_package():
     folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
-    block = README.split("Layout —", 1)[1].split("```", 2)[1]
+    block = LAYOUT_DOC.split("## Layout", 1)[1].split("```", 2)[1]
     for folder in folders:
         assert f"{folder}/" in block, folder
 
