@@ -178,14 +178,15 @@ def _python_block(text: str, marker: str) -> str:
     return re.search(re.escape(marker) + r".*?```python\n(.*?)```", text, re.S).group(1)
 
 
-def test_the_readme_from_dict_example_runs_as_pasted(tmp_path, monkeypatch, capsys):
+def test_the_manifest_page_from_dict_example_runs_as_pasted(tmp_path, monkeypatch, capsys):
+    """docs/manifests.md ("Writing a manifest", the README's section before the docs site)."""
     monkeypatch.setenv("EVALNB_HOME", str(tmp_path / "home"))
     for name in ("EVALNB_BASE_URL", "EVALNB_MODELS"):
         monkeypatch.delenv(name, raising=False)
-    block = _python_block((ROOT / "README.md").read_text(encoding="utf-8"), "## Writing a manifest")
+    block = _python_block((ROOT / "docs" / "manifests.md").read_text(encoding="utf-8"), "The same kind of task from Python")
     assert '"rows"' in block and "LocalModelServer" in block
     scope: dict = {}
-    exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 - our own documentation
+    exec(compile(block, "docs/manifests.md", "exec"), scope)  # noqa: S102 - our own documentation
     result = scope["result"]
     assert result.status == "completed"
     row = result.metrics.iloc[0]
