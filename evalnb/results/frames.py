@@ -74,7 +74,7 @@ def _error_message(error: Any) -> str | None:
 
 
 def _tokens(usage: Any, *names: str) -> Any:
-    if isinstance(usage, Mapping):
+    if type(usage) is dict or isinstance(usage, Mapping):  # a plain dict skips the ABC check (per sample)
         for name in names:
             value = usage.get(name)
             if isinstance(value, int) and not isinstance(value, bool):
@@ -106,7 +106,8 @@ def samples_frame(cols: Mapping[str, list[Any]], columns: Mapping[str, str],
     usages = cols["usage"]
     data["input_tokens"] = [None if u is None else _tokens(u, "input_tokens", "prompt_tokens") for u in usages]
     data["output_tokens"] = [None if u is None else _tokens(u, "output_tokens", "completion_tokens") for u in usages]
-    score_dicts: list[Mapping[str, Any]] = [sc if isinstance(sc, Mapping) else {} for sc in cols["scores"]]
+    score_dicts: list[Mapping[str, Any]] = [sc if type(sc) is dict or isinstance(sc, Mapping) else {}
+                                            for sc in cols["scores"]]
     data["epoch"] = [0 if e is None else e for e in cols.get("epoch") or [0] * len(cols["task_id"])]
     frame = pd.DataFrame({c: data[c] for c in _LEAD if c != "prompt"})
     # object dtype keeps the shared str objects: one copy of each prompt, not one per model

@@ -16,6 +16,7 @@ from typing import Any
 from evalnb.sample import Sample
 
 GRADE_BATCH = 512  # samples per sandbox round trip
+FILL_S, FILL_STEP_S = 0.1, 0.01  # how long a batch may wait to fill while calls are in flight, in steps of
 
 
 class GradingPipeline:
@@ -70,8 +71,7 @@ class GradingPipeline:
         while True:
             await self._event.wait()
             self._event.clear()
-            if not self._generation_done and len(queue) < GRADE_BATCH:
-                await asyncio.sleep(0.01)  # let a batch build up while calls are in flight
+            await self._fill(queue)
             while queue:
                 groups: dict[tuple[str, str], tuple[list[Sample], list[Any]]] = {}
                 for _ in range(min(GRADE_BATCH, len(queue))):
@@ -84,6 +84,18 @@ class GradingPipeline:
                     self.spawn(self._grade(task_id, label, samples, items, slots))
             if self._generation_done and not queue:
                 return
+
+    async def _fill(self, queue: deque) -> None:
+        """Let a batch build up while calls are in flight: up to `FILL_S`, or until it is full.
+
+        Against a slow server the samples trickle in (500/s at 25 calls of 50 ms); sending
+        each 10 ms's few as a frame of their own cost the sandbox round trip per handful of
+        samples (benchmarks/README.md, issue 30).
+        """
+        waited = 0.0
+        while not self._generation_done and len(queue) < GRADE_BATCH and waited < FILL_S:
+            await asyncio.sleep(FILL_STEP_S)
+            waited += FILL_STEP_S
 
     async def _grade(self, task_id: str, label: str, samples: list[Sample], items: list[Any],
                      slots: asyncio.Semaphore) -> None:

@@ -472,40 +472,25 @@ class SandboxPool:
                 self._checkin(worker)
 
     def _collect(self, worker: WorkerProcess, batch: _Batch, lo: int, hi: int, bridge_call: Callable | None) -> None:
-        """Read one frame's results into ``batch.results``; raises _Lost or CodeLoadError."""
-        job, results = batch.job, batch.results
+        """Read one frame's results into ``batch.results``; raises _Lost or CodeLoadError.
+
+        The worker's messages, in turn: results (``res``), a grader's model call to answer
+        (``bridge``), the code loaded (``loaded``), the frame's end (``done``) or a load failure
+        (``fatal``). A worker that dies or stalls meanwhile is killed and the frame's calls from
+        the first unanswered one are handed back (`_lost`).
+        """
+        job = batch.job
         limit_ns = int((job.timeout + grace_seconds(job.timeout)) * 1e9)
         expected, loaded = lo, False
         last_event = time.monotonic_ns()  # the slot may still hold an older frame's start time
         bridge_counts: dict[int, int] = {}
         while True:
             try:
-                try:
-                    message = worker.recv(time.monotonic() + STALL_CHECK_SECONDS, batch.cancel)
-                except WorkerGone as gone:
-                    if gone.reason != "deadline":
-                        raise
-                    if time.monotonic_ns() - max(worker.progress()[1], last_event) <= limit_ns:
-                        continue  # silent but within its time: a slow call, not a stuck one
-                    raise WorkerGone("stalled") from None
+                message = _next_message(worker, batch, limit_ns, last_event)
                 last_event = time.monotonic_ns()
                 op = message[0]
                 if op == "res":
-                    entries = message[2] if len(message) == 3 else None
-                    if message[1] != expected or type(entries) is not list or expected + len(entries) > hi:
-                        raise WorkerGone("protocol error: results out of order")
-                    for entry in entries:
-                        if type(entry) is not list or len(entry) != 2:
-                            result = results[expected] = _printed_result(entry)
-                        elif entry[0] == 1:
-                            results[expected] = CallResult(True, entry[1])
-                            expected += 1
-                            continue
-                        else:
-                            result = results[expected] = CallResult(False, None, _error_text(entry[1]))
-                        if not result.ok and job.fail_fast:
-                            batch.stop.set()
-                        expected += 1
+                    expected = _take_results(message, batch, expected, hi)
                 elif op == "bridge":
                     started = max(worker.progress()[1], last_event) / 1e9
                     answer_bridge(worker, job, message, expected, bridge_counts, bridge_call, started, batch.cancel)
@@ -517,26 +502,71 @@ class SandboxPool:
                         raise WorkerGone("protocol error: frame ended early")
                     return
                 elif op == "fatal":
-                    error = message[1] if len(message) > 1 and isinstance(message[1], dict) else {}
-                    line = error.get("line") if isinstance(error.get("line"), int) else None
-                    raise CodeLoadError(_error_text(error), line=line, missing=error.get("type") == "MissingFunction")
+                    raise _load_error(message)
                 else:
                     raise WorkerGone(f"protocol error: unknown message {op!r}")
             except WorkerGone as gone:
-                index = worker.progress()[0]  # the call in flight, from the shared slot
-                worker.kill()
-                reason = gone.reason
-                if reason == "stalled":
-                    what = "loading the code" if not loaded else "the call"
-                    reason = f"{what} timed out after {job.timeout:g} s (the worker stopped responding and was killed)"
-                reason += worker.crash_note(job.code.filename)
-                if not loaded:
-                    raise CodeLoadError(f"the code broke the sandbox worker while loading: {reason}") from None
-                if expected >= hi:
-                    return  # every call of the frame had answered; the dead worker is replaced later
-                if not expected <= index < hi:  # died between calls, or a slot user code scribbled on
-                    index = min(expected, hi - 1)
-                raise _Lost(index, expected, reason) from None
+                _lost(worker, job, gone, loaded, expected, hi)
+                return  # every call of the frame had answered; the dead worker is replaced later
+
+
+def _next_message(worker: WorkerProcess, batch: _Batch, limit_ns: int, last_event: int) -> Any:
+    """The worker's next message; WorkerGone("stalled") once it has been silent past its calls' time."""
+    while True:
+        try:
+            return worker.recv(time.monotonic() + STALL_CHECK_SECONDS, batch.cancel)
+        except WorkerGone as gone:
+            if gone.reason != "deadline":
+                raise
+            if time.monotonic_ns() - max(worker.progress()[1], last_event) <= limit_ns:
+                continue  # silent but within its time: a slow call, not a stuck one
+            raise WorkerGone("stalled") from None
+
+
+def _take_results(message: list, batch: _Batch, expected: int, hi: int) -> int:
+    """A ``res`` message's results into ``batch.results`` from `expected` on; the next index expected."""
+    results, fail_fast = batch.results, batch.job.fail_fast
+    entries = message[2] if len(message) == 3 else None
+    if message[1] != expected or type(entries) is not list or expected + len(entries) > hi:
+        raise WorkerGone("protocol error: results out of order")
+    for entry in entries:
+        if type(entry) is not list or len(entry) != 2:
+            result = results[expected] = _printed_result(entry)
+        elif entry[0] == 1:
+            results[expected] = CallResult(True, entry[1])
+            expected += 1
+            continue
+        else:
+            result = results[expected] = CallResult(False, None, _error_text(entry[1]))
+        if not result.ok and fail_fast:
+            batch.stop.set()
+        expected += 1
+    return expected
+
+
+def _load_error(message: list) -> CodeLoadError:
+    """A ``fatal`` message: the code did not load (a syntax error, a missing function, ...)."""
+    error = message[1] if len(message) > 1 and isinstance(message[1], dict) else {}
+    line = error.get("line") if isinstance(error.get("line"), int) else None
+    return CodeLoadError(_error_text(error), line=line, missing=error.get("type") == "MissingFunction")
+
+
+def _lost(worker: WorkerProcess, job: Job, gone: WorkerGone, loaded: bool, expected: int, hi: int) -> None:
+    """The worker died or stalled: kill it, then raise what the frame lost (returns only if nothing)."""
+    index = worker.progress()[0]  # the call in flight, from the shared slot
+    worker.kill()
+    reason = gone.reason
+    if reason == "stalled":
+        what = "loading the code" if not loaded else "the call"
+        reason = f"{what} timed out after {job.timeout:g} s (the worker stopped responding and was killed)"
+    reason += worker.crash_note(job.code.filename)
+    if not loaded:
+        raise CodeLoadError(f"the code broke the sandbox worker while loading: {reason}") from None
+    if expected >= hi:
+        return  # every call of the frame had answered
+    if not expected <= index < hi:  # died between calls, or a slot user code scribbled on
+        index = min(expected, hi - 1)
+    raise _Lost(index, expected, reason) from None
 
 
 def _printed_result(entry: Any) -> CallResult:

@@ -123,6 +123,22 @@ def _sample_sql_for(fields: tuple[tuple[str, int], ...], stamp: bool, update_cre
     return _sample_sql(tuple(cols), update_created)
 
 
+def _check_key(s: Any, rid: Any, task_id: Any, model: Any, index: Any, epoch: Any, status: Any) -> None:
+    """ValueError naming the sample and field when its key or status is not what the table holds."""
+    if not isinstance(rid, str) or not rid:
+        raise ValueError(f"{_where(s)}: no run_id (give it in the sample or to the writer)")
+    if not isinstance(task_id, str) or not task_id:
+        raise ValueError(f"{_where(s)}: task_id must be a non-empty string")
+    if not isinstance(model, str) or not model:
+        raise ValueError(f"{_where(s)}: model must be a non-empty string (the model label)")
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"{_where(s)}: sample_index must be an integer >= 0")
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        raise ValueError(f"{_where(s)}: epoch must be an integer >= 0")
+    if status not in SAMPLE_STATUSES:
+        raise ValueError(f"{_where(s)}: status must be one of {', '.join(SAMPLE_STATUSES)}; got {status!r}")
+
+
 def _where(s: Any) -> str:
     get = s.get if isinstance(s, Mapping) else lambda name: getattr(s, name, None)
     epoch = f", epoch={get('epoch')!r}" if get("epoch") else ""
@@ -257,21 +273,22 @@ class SampleEncoder:
     def _encode_fields(self, s: Any, rid: Any, task_id: Any, model: Any, index: Any, epoch: Any, status: Any,
                        fields: tuple[tuple[str, int], ...], values: Any, now: int, created: Any,
                        has_completed: bool) -> Op:
-        if not isinstance(rid, str) or not rid:
-            raise ValueError(f"{_where(s)}: no run_id (give it in the sample or to the writer)")
-        if not isinstance(task_id, str) or not task_id:
-            raise ValueError(f"{_where(s)}: task_id must be a non-empty string")
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"{_where(s)}: model must be a non-empty string (the model label)")
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            raise ValueError(f"{_where(s)}: sample_index must be an integer >= 0")
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise ValueError(f"{_where(s)}: epoch must be an integer >= 0")
-        if status not in SAMPLE_STATUSES:
-            raise ValueError(f"{_where(s)}: status must be one of {', '.join(SAMPLE_STATUSES)}; got {status!r}")
-        redact = self._redact
+        """One sample's UPSERT: its key checked, its stored fields encoded, its times stamped."""
+        _check_key(s, rid, task_id, model, index, epoch, status)
         vals: list[Any] = [rid, task_id, model, index, epoch, status]
         texts: list[tuple[bytes, str]] = []
+        self._encode_values(s, (rid, task_id, index), fields, values, vals, texts)
+        stamp = status in FINISHED_SAMPLE_STATUSES and not has_completed
+        if stamp:
+            vals.append(now)
+        vals.append(now if created is None else int(created))
+        return Op(_sample_sql_for(fields, stamp, created is not None), tuple(vals), tuple(texts))
+
+    def _encode_values(self, s: Any, row_key: tuple[str, str, int], fields: tuple[tuple[str, int], ...],
+                       values: Any, vals: list[Any], texts: list[tuple[bytes, str]]) -> None:
+        """Append each stored field's column value to `vals` (texts redacted, JSON encoded, a
+        prompt or row as the digest of its text, added to `texts` once); a bad value names its field."""
+        redact = self._redact
         name = ""
         try:  # one pass over the sample's stored fields: this is the runner's hot path
             for (name, kind), value in zip(fields, values):
@@ -289,7 +306,7 @@ class SampleEncoder:
                 elif kind == _PROMPT:
                     value = self._prompt_ref(value, texts)
                 elif kind == _ROW:
-                    value = self._row_ref((rid, task_id, index), value, texts)
+                    value = self._row_ref(row_key, value, texts)
                 elif kind == _FLOAT:
                     if value is not None:
                         value = float(value)
@@ -302,11 +319,6 @@ class SampleEncoder:
         except (TypeError, ValueError) as exc:
             kind_of = TypeError if isinstance(exc, TypeError) else ValueError
             raise kind_of(f"{_where(s)}: {name} {exc}") from None
-        stamp = status in FINISHED_SAMPLE_STATUSES and not has_completed
-        if stamp:
-            vals.append(now)
-        vals.append(now if created is None else int(created))
-        return Op(_sample_sql_for(fields, stamp, created is not None), tuple(vals), tuple(texts))
 
     def _prompt_ref(self, prompt: Any, texts: list[tuple[bytes, str]]) -> bytes | None:
         if prompt is None:
@@ -353,7 +365,7 @@ def encode_output(o: Mapping[str, Any], now: int, redactor: Redactor | None = No
     ``reply`` (optional): the whole JSON reply, kept for grader-bridge calls, whose callers read
     more than the text.
     """
-    if not isinstance(o, Mapping):
+    if type(o) is not dict and not isinstance(o, Mapping):  # the ABC check only when not a plain dict
         raise TypeError(f"a cached output must be a dict, got {type(o).__name__}")
     if o.get("error"):
         return None

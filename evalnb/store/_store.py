@@ -23,6 +23,7 @@ from evalnb.redaction import Redactor
 from evalnb.store._keys import canonical_json
 from evalnb.sample import Sample
 from evalnb.store._columns import columns_for, ensure_sample_columns
+from evalnb.store._pages import check_request, page_columns, page_query
 from evalnb.store._pairwise import PairwiseRecords
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
@@ -31,7 +32,6 @@ from evalnb.store._schema_check import unexpected_schema
 from evalnb.store._scores import distinct_keys, lean_arrays, series_firsts
 from evalnb.store._writer import StoreWriter
 
-SCORE_PREFIX = "score:"  # `column_pages` field "score:<metric id>": one score, read by SQLite
 _IN_CHUNK = 500  # keys per IN (...) query: well under SQLite's variable limit
 
 
@@ -258,72 +258,14 @@ class Store(RunRecords, GradeReuse, PairwiseRecords):
         """
         known = self.sample_columns
         fields = list(known.fields if fields is None else fields)
-        unknown = [f for f in fields if f not in known.kinds and not f.startswith(SCORE_PREFIX)]
-        if unknown:
-            raise ValueError(f"unknown sample field(s) {unknown}; known: {', '.join(known.fields)} "
-                             f"and {SCORE_PREFIX}<metric id>")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        # a text kept once (prompt, dataset_row, ...) is joined in from `texts`, under an alias of its own
-        joins = {f: (f"t{i}", known.columns[f]) for i, f in enumerate(known.refs)}
-        # the paging key is selected first (and not again); within one (task, model) it is
-        # (sample_index, epoch) alone and the two names are filled in, not read per row
-        within = task_id is not None and model is not None
-        keys = ("sample_index", "epoch") if within else ("task_id", "model", "sample_index", "epoch")
-        select = [f"{joins[f][0]}.body" if f in joins else _score_sql(f[len(SCORE_PREFIX):])
-                  if f.startswith(SCORE_PREFIX) else f"s.{f}"
-                  for f in dict.fromkeys(fields) if f not in keys and not (within and f in ("task_id", "model"))]
-        sql = (f"SELECT {', '.join('s.' + k for k in keys)}{''.join(', ' + c for c in select)} FROM samples s "
-               + "".join(f"LEFT JOIN texts {a} ON {a}.hash = s.{c} " for f, (a, c) in joins.items() if f in fields))
-        where, params = ["s.run_id = ?"], [run_id]
-        for column, value in (("task_id", task_id), ("model", model)):
-            if value is not None:
-                where.append(f"s.{column} = ?")
-                params.append(value)
-        if status is not None:
-            statuses = [status] if isinstance(status, str) else list(status)
-            bad = [x for x in statuses if x not in SAMPLE_STATUSES]
-            if bad:
-                raise ValueError(f"sample status must be one of {', '.join(SAMPLE_STATUSES)}; got {bad[0]!r}")
-            where.append(f"s.status IN ({', '.join('?' * len(statuses))})")
-            params.extend(statuses)
-        if after is not None:
-            if not within:
-                raise ValueError("column_pages(after=...) needs task_id and model: it seeks within one of them")
-            where.append("(s.sample_index, s.epoch) > (?, ?)")
-            params.extend(after)
-        base = sql + "WHERE " + " AND ".join(where)
-        order = f" ORDER BY {', '.join('s.' + k for k in keys)} LIMIT ?"
-        later = f" AND ({', '.join('s.' + k for k in keys)}) > ({', '.join('?' * len(keys))})"
-        position = {k: i for i, k in enumerate(keys)}
-        for f in fields:
-            if f not in keys and f not in position and not (within and f in ("task_id", "model")):
-                position[f] = len(position)
-        constant = {"task_id": task_id, "model": model} if within else {}
-        decode = [f in known.json for f in fields]
-        flags = [f in known.bools for f in fields]
-        scores = [f.startswith(SCORE_PREFIX) for f in fields]
-        rows = self._rows(base + order, (*params, batch_size))
+        statuses = check_request(known, fields, batch_size, status)
+        query = page_query(known, run_id, fields, task_id=task_id, model=model, statuses=statuses, after=after)
+        rows = self._rows(query.first, (*query.params, batch_size))
         while rows:
-            columns = list(zip(*rows))
-            page = {}
-            for f, is_json, is_flag, is_score in zip(fields, decode, flags, scores):
-                if f in constant:
-                    page[f] = [constant[f]] * len(rows)
-                    continue
-                values = columns[position[f]]
-                if is_json:
-                    page[f] = [None if v is None else from_json(v) for v in values]
-                elif is_flag:
-                    page[f] = [None if v is None else bool(v) for v in values]
-                elif is_score:
-                    page[f] = _numbers(values)
-                else:
-                    page[f] = list(values)
-            yield page
+            yield page_columns(rows, fields, query, known)
             if len(rows) < batch_size:
                 return
-            rows = self._rows(base + later + order, (*params, *rows[-1][:len(keys)], batch_size))
+            rows = self._rows(query.following, (*query.params, *rows[-1][:len(query.keys)], batch_size))
 
     def sample_groups(self, run_id: str) -> list[tuple[str, str]]:
         """The (task_id, model) pairs a run has samples for, in key order: one seek in the key
@@ -532,21 +474,3 @@ class Store(RunRecords, GradeReuse, PairwiseRecords):
         return [
             {"task_id": t, "model": m, "metrics": from_json(x), "error": e, "updated_at": u} for t, m, x, e, u in rows
         ]
-
-
-def _score_path(key: str) -> str:
-    """The JSON path of one score key (quoted: metric ids may hold dots)."""
-    return '$."' + key.replace('"', '\\"') + '"'
-
-
-def _score_sql(key: str) -> str:
-    """SQL for one score: `json_extract` (true/false come out as 1/0); `_numbers` drops the rest."""
-    path = "'" + _score_path(key).replace("'", "''") + "'"
-    return f"json_extract(s.scores, {path})"
-
-
-def _numbers(values: tuple[Any, ...]) -> list[Any]:
-    """Score values as numbers or None: a string (or an object's JSON text) is not a score."""
-    if str in set(map(type, values)):  # one pass in C
-        return [None if type(v) is str else v for v in values]
-    return list(values)
