@@ -111,6 +111,9 @@ class RunResult:
 
     def _helpers(self) -> None:
         """The objects this result owns: its judge/cost views and its report (fresh on refresh)."""
+        from evalnb.results.variant_views import RunVariants
+
+        self._variants = RunVariants(self._run)
         self._judging = JudgeCosts(self._store, self._run_id, self._run, frames=self._cost_frame,
                                    lean=lambda: self._lean, models=lambda: self.models)
         self._report = Report(self)
@@ -130,7 +133,7 @@ class RunResult:
         """Read the run again (for a run still in progress); returns self."""
         if self._store is not None:
             self._load()
-        for name in ("samples", "scores", "metrics", "metric_columns", "_frame", "_lean"):
+        for name in ("samples", "scores", "_scores", "metrics", "metric_columns", "_frame", "_lean"):
             self.__dict__.pop(name, None)
         self._helpers()
         return self
@@ -166,6 +169,20 @@ class RunResult:
         """Model labels in run order, then any other label found in the samples."""
         labels = [m["label"] if isinstance(m, Mapping) else str(m) for m in self._run.get("models") or []]
         return labels + sorted(set(self._lean[0]["model"].unique()) - set(labels))
+
+    @property
+    def variants(self) -> list[str]:
+        """The run's prompt variants in the order given (``evalnb.run(..., variants=...)``); [] without."""
+        return list(self._variants.names)
+
+    @property
+    def candidates(self) -> list[str]:
+        """What was compared: the model labels, or with variants each "model · variant" (models first)."""
+        from evalnb.results.variant_views import candidate_label
+
+        if not self._variants:
+            return self.models
+        return [candidate_label(m, v) for m in self.models for v in self._variants.names]
 
     @property
     def task_ids(self) -> list[str]:
@@ -275,7 +292,8 @@ class RunResult:
                     yield self._page_frame(page)
 
     def _page_frame(self, page: Mapping[str, list[Any]]) -> pd.DataFrame:
-        return samples_frame(page, self._lean[1], self._judging.cost_by_sample()).drop(columns="_cached_input")
+        frame = samples_frame(page, self._lean[1], self._judging.cost_by_sample()).drop(columns="_cached_input")
+        return self._variants.split(frame)
 
     def samples_page(self, page: int, page_size: int = 10_000) -> pd.DataFrame:
         """Rows ``page * page_size`` to ``(page + 1) * page_size`` of `samples`, read alone.
@@ -315,9 +333,10 @@ class RunResult:
         """One row per (task, model, item, epoch); see the module docstring for the columns.
 
         `prompt` is an object column whose rows share one str per distinct prompt (every model
-        of an item has the same one), so a large run's frame holds each prompt once.
+        of an item has the same one), so a large run's frame holds each prompt once. A run with
+        prompt variants has a ``variant`` column after ``model`` (one row per variant too).
         """
-        return self._frame[0]
+        return self._variants.split(self._frame[0])
 
     @cached_property
     def metric_columns(self) -> dict[str, str]:
@@ -326,6 +345,12 @@ class RunResult:
 
     @cached_property
     def scores(self) -> pd.DataFrame:
+        """Long form: one row per (item, metric of its task); value NaN = not scored (a ``variant``
+        column with variants); see `_scores`."""
+        return self._variants.split(self._scores)
+
+    @cached_property
+    def _scores(self) -> pd.DataFrame:
         """Long form: one row per (item, metric of its task); value NaN = not scored.
 
         Metrics of a task are its declared ones, then any other score key its samples carry;
@@ -370,9 +395,10 @@ class RunResult:
         field their row lacks (rendered as ""). `aggregation: "none"` reports n alone. A batch
         grader's metrics replace same-named rows (source "batch", no stderr or interval) and
         its error is shown on every row of that task and model. A run with epochs also gets
-        ``pass_at_<k>`` columns for 0/1 metrics (`evalnb.results.epochs`).
+        ``pass_at_<k>`` columns for 0/1 metrics (`evalnb.results.epochs`). With prompt variants, a
+        ``variant`` column after ``model`` (one row per task, model, variant and metric).
         """
-        return self._metrics_table().drop(columns="n_clusters")
+        return self._variants.split(self._metrics_table().drop(columns="n_clusters"))
 
     def summarize(self, *, task_id: str | Iterable[str] | None = None, cluster_by: str | None = None,
                   confidence: float = 0.95) -> pd.DataFrame:
@@ -401,6 +427,7 @@ class RunResult:
             clusters, unclustered = self._cluster_keys(cluster_by, tasks)
         table = self._metrics_table(confidence=confidence, clusters=clusters, cluster_by=cluster_by, tasks=tasks,
                                     unclustered=unclustered)
+        table = self._variants.split(table)
         table.attrs["unclustered"] = dict(unclustered)
         return table
 
@@ -413,6 +440,12 @@ class RunResult:
         if not wanted or not all(isinstance(t, str) for t in wanted):
             raise ValueError(f"task_id must be a task id or a list of them, got {task_id!r}; "
                              f"the run's tasks: {', '.join(map(repr, known)) or 'none'}")
+        if self._variants:  # a task's own id names each of its variants' slots
+            from evalnb.suite.variants import split_slot
+
+            wanted = [s for s in known if s in wanted or split_slot(s)[0] in wanted]
+            wanted += [t for t in ([task_id] if isinstance(task_id, str) else task_id) if t not in known
+                       and not any(split_slot(s)[0] == t for s in known)]
         unknown = [t for t in wanted if t not in known]
         if unknown:
             raise ValueError(f"unknown task_id {', '.join(map(repr, unknown))}; "
@@ -553,9 +586,31 @@ class RunResult:
 
         tasks = self._chosen_tasks(task_id)
         clusters, unclustered = self._clusters(cluster_by, tasks)
-        return paired(self.scores, model_a, model_b, task_id=_as_given(task_id, tasks), metric=metric,
+        kind = self._variants.check_names([model_a, model_b], self.models)
+        if self._variants:
+            return self._variant_compare(kind, [model_a, model_b], tasks, clusters, unclustered, lambda scores, names, **kw: paired(
+                scores, names[0], names[1], metric=metric, n_resamples=n_resamples, seed=seed, **kw))
+        return paired(self._scores, model_a, model_b, task_id=_as_given(task_id, tasks), metric=metric,
                       n_resamples=n_resamples, seed=seed, clusters=clusters, batch_metrics=self._batch_metrics(),
                       unclustered=_reasons(unclustered))
+
+    def _variant_compare(self, kind: str, names: list[str], tasks: list[str], clusters: Any, unclustered: Any,
+                         compare: Any) -> pd.DataFrame:
+        """`paired`/`paired_all` in a run with variants: two variants of each model, or models within each variant."""
+        from evalnb.suite.variants import split_slot
+
+        scores = self._scores[self._scores["task_id"].isin(tasks)]
+        own = {split_slot(t)[0] for t in tasks}
+        options = dict(
+            clusters=None if clusters is None else {(split_slot(t)[0], i): c for (t, i), c in clusters.items()},
+            batch_metrics={(split_slot(t)[0], m) for t, m in self._batch_metrics()},
+            unclustered={split_slot(t)[0]: r for t, r in _reasons(unclustered).items()},
+            task_id=sorted(own) if len(own) > 1 else next(iter(own)),
+        )
+        if kind == "variant":
+            return self._variants.by_model(scores, self.models, lambda frame, chosen: compare(frame, chosen, **options),
+                                           names)
+        return self._variants.by_variant(scores, lambda frame, chosen: compare(frame, chosen, **options), names)
 
     def _batch_metrics(self) -> set[tuple[str, str]]:
         """(task_id, metric) of task-level metrics: a batch grader's, reported or declared."""
@@ -588,7 +643,23 @@ class RunResult:
 
         tasks = self._chosen_tasks(task_id)
         clusters, unclustered = self._clusters(cluster_by, tasks)
-        return paired_all(self.scores, models if models is not None else self.models,
+        if self._variants:  # every pair of models within each variant, and of variants within each model
+            import pandas as pd
+
+            chosen = models if models is not None else self.models
+            kind = self._variants.check_names(list(chosen), self.models)
+
+            def run_all(scores: Any, names: list[str], **kw: Any) -> pd.DataFrame:
+                return paired_all(scores, names, metric=metric, n_resamples=n_resamples, seed=seed, **kw)
+
+            parts = []
+            if kind == "model" and len(chosen) > 1:
+                parts.append(self._variant_compare("model", list(chosen), tasks, clusters, unclustered, run_all))
+            names = self._variants.names if kind == "model" else list(chosen)
+            if len(names) > 1:
+                parts.append(self._variant_compare("variant", names, tasks, clusters, unclustered, run_all))
+            return pd.concat(parts, ignore_index=True)
+        return paired_all(self._scores, models if models is not None else self.models,
                           task_id=_as_given(task_id, tasks), metric=metric, n_resamples=n_resamples,
                           seed=seed, clusters=clusters, batch_metrics=self._batch_metrics(),
                           unclustered=_reasons(unclustered))
@@ -615,7 +686,7 @@ class RunResult:
                             f"got {type(baseline).__name__}")
         tasks = self._chosen_tasks(task_id)
         clusters, unclustered = self._clusters(cluster_by, tasks)
-        mine, theirs = self.scores, baseline.scores
+        mine, theirs = self._scores, baseline._scores
         if task_id is not None:
             mine, theirs = mine[mine["task_id"].isin(tasks)], theirs[theirs["task_id"].isin(tasks)]
         return diff_scores(mine, theirs, confidence=confidence, clusters=clusters, unclustered=set(unclustered))
@@ -624,7 +695,7 @@ class RunResult:
         """The default Plotly comparison: metric by model with 95% intervals (`evalnb.plots.compare`)."""
         from evalnb.plots import compare
 
-        return compare(self.metrics, **options)
+        return compare(self._variants.candidates(self._metrics_table().drop(columns="n_clusters")), **options)
 
     # ---- judge calls and costs (`judging.JudgeCosts`) ------------------------------------------
     @property
@@ -767,6 +838,13 @@ class RunResult:
 
 
 def _as_given(task_id: str | Iterable[str] | None, tasks: list[str]) -> str | list[str] | None:
+    """``task_id`` as the comparison tables take it: None, the one id as given, or the checked list."""
+    if task_id is not None and tasks and isinstance(task_id, str) and task_id not in tasks:
+        return tasks  # a task's own id in a run with variants: its slots
+    return _given(task_id, tasks)
+
+
+def _given(task_id: str | Iterable[str] | None, tasks: list[str]) -> str | list[str] | None:
     """``task_id`` as the comparison tables take it: None, the one id as given, or the checked list."""
     return task_id if task_id is None or isinstance(task_id, str) else tasks
 

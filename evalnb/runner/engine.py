@@ -182,11 +182,16 @@ class RunEngine:
         # no key variables: resume() rebuilds the models from this
         # a name given now labels the run, also one this run continues
         named = {} if plan.name is None else {"name": plan.name}
-        store.update_run(self.run_id, summary={
+        summary = {
             "base_dir": base_dir,
             "models": [model_record(m) for m in plan.models],
             "options": plan.stored_options(),
-        }, **named)
+        }
+        if plan.variants is not None:  # the suite as given (what `changes` and a resume read) and the slots
+            base = plan.base_suite
+            store.save_suite(base.version, base.to_dict())
+            summary["variants"] = {**plan.variants.record(), "base_version": base.version}
+        store.update_run(self.run_id, summary=summary, **named)
         self.progress.run_id = self.run_id
 
     def _stop_reasons(self) -> str | None:

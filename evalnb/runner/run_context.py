@@ -8,6 +8,7 @@ given to the grading pipeline (`runner.grading_pipeline`), which stores it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -44,6 +45,9 @@ class RunContext:
         self._task_gen: dict[str, dict[str, Any]] = {}  # task id -> run settings + the task's own
         self._max_out = gen.get("max_output_tokens")
         self._instructions = gen.get("instructions") if isinstance(gen.get("instructions"), str) else None
+        # with prompt variants, two candidates may send the very same request (a variant that
+        # changes nothing for a task): request key -> the first call's output (None if it failed)
+        self._shared: dict[str, Any] | None = {} if getattr(plan, "variants", None) is not None else None
 
     # ---- what a unit asks ---------------------------------------------------------------------
     def request(self, unit: Unit) -> ModelRequest:
@@ -119,6 +123,35 @@ class RunContext:
                 return  # not started: the next attempt of the run does it
         if self._hold is not None:
             await self._held()
+        shared = self._shared
+        if shared is not None:
+            earlier = shared.get(unit.key)
+            if earlier is not None:  # an identical request of another variant: its answer, not a second call
+                output = await asyncio.shield(earlier)
+                if output is not None:
+                    if limited:
+                        budget.settle(worst, 0.0)
+                    unit.output = output
+                    self.answered(unit)
+                    return
+            else:
+                shared[unit.key] = asyncio.get_running_loop().create_future()
+        try:
+            await self._call(unit, worst)
+        finally:
+            mine = shared.get(unit.key) if shared is not None else None
+            if mine is not None and not mine.done():
+                mine.set_result(None)  # failed or cancelled: a waiting twin makes its own call
+                shared.pop(unit.key, None)
+
+    async def _call(self, unit: Unit, worst: float) -> None:
+        import time
+
+        from evalnb.errors import ProviderError
+        from evalnb.providers.pricing import call_cost
+
+        model, budget = unit.model, self.budget
+        limited = budget.limit is not None
         mp = self.progress.model(model.label)
         mp.in_flight += 1
         cost = None
@@ -152,6 +185,8 @@ class RunContext:
                   "response_id": completion.response_id, "latency_s": completion.latency_s, "cost_usd": cost}
         mp.cost_usd += cost or 0.0
         self._writer.put_outputs([output])
+        if self._shared is not None and unit.key in self._shared and not self._shared[unit.key].done():
+            self._shared[unit.key].set_result(output)
         self._extract(unit, self._generated(unit, output, reused=False))
 
     async def _held(self) -> None:

@@ -1,0 +1,141 @@
+"""Prompt variants in one run: every (model, variant) a candidate, paired by item, stored and resumed.
+
+The stand-in server reads the prompt (helpers.variant_kit): the "defined" variant's added
+sentence turns the factual reviews from wrong to right, so its effect is known item by item.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import evalnb
+from evalnb import Model
+from evalnb.errors import ManifestError
+from evalnb.store import Store
+from helpers.variant_kit import DEFINED, DEFINITION, N_ROWS, reads_prompt, sentiment_manifest
+
+pytestmark = pytest.mark.usefixtures("evalnb_home")
+
+VARIANTS = {"plain": {}, "defined": {"prompt_template": DEFINED}}
+
+
+@pytest.fixture
+def suite(tmp_path):
+    return evalnb.Suite.from_dict(sentiment_manifest(tmp_path / "data"), base_dir=tmp_path / "data")
+
+
+@pytest.fixture
+def server(model_server):
+    return model_server(reads_prompt)
+
+
+def _models(server):
+    return [Model("strong", base_url=server.base_url, api="chat"), Model("weak", base_url=server.base_url)]
+
+
+def test_variants_times_models_in_one_run(suite, server):
+    result = evalnb.run(suite, _models(server), variants=VARIANTS, progress=False)
+    assert result.status == "completed"
+    assert result.variants == ["plain", "defined"]
+    s = result.samples
+    assert list(s.columns[:3]) == ["task_id", "model", "variant"]
+    assert set(s["task_id"]) == {"reviews"}
+    assert len(s) == 2 * 2 * N_ROWS
+    # each variant's own prompt was sent: the sentence is in every "defined" prompt and no "plain" one
+    assert s.loc[s.variant == "defined", "prompt"].str.contains(DEFINITION, regex=False).all()
+    assert not s.loc[s.variant == "plain", "prompt"].str.contains(DEFINITION, regex=False).any()
+    m = result.metrics.set_index(["model", "variant"])["mean"]
+    assert m[("strong", "plain")] == pytest.approx(20 / 30)  # the 10 factual reviews read as positive
+    assert m[("strong", "defined")] == pytest.approx(1.0)
+    assert m[("weak", "defined")] == pytest.approx(29 / 30)  # item 5 misread under both
+    assert server.request_count == 2 * 2 * N_ROWS
+
+
+def test_paired_variants_equal_the_difference_by_hand(suite, server):
+    result = evalnb.run(suite, _models(server), variants=VARIANTS, progress=False)
+    table = result.paired("defined", "plain").set_index("model")
+    s = result.samples
+    for model in ("strong", "weak"):
+        mine = s[s.model == model].pivot(index="sample_index", columns="variant", values="exact_match")
+        diffs = mine["defined"] - mine["plain"]
+        row = table.loc[model]
+        assert (row.variant_a, row.variant_b, row.task_id) == ("defined", "plain", "reviews")
+        assert row.n_pairs == N_ROWS
+        assert row.mean_diff == pytest.approx(diffs.mean())
+        assert row.stderr == pytest.approx(diffs.std(ddof=1) / N_ROWS ** 0.5)
+        assert row.n01 == int(((mine["defined"] == 0) & (mine["plain"] == 1)).sum())
+        assert row.n10 == int(((mine["defined"] == 1) & (mine["plain"] == 0)).sum()) == 10
+    # two models within each variant, and paired_all covers both kinds
+    models = result.paired("strong", "weak")
+    assert list(models["variant"]) == ["plain", "defined"]
+    everything = result.paired_all()
+    assert len(everything) == 2 + 2
+
+
+def test_a_variant_that_changes_nothing_is_not_sent_twice(suite, server):
+    result = evalnb.run(suite, _models(server), variants={"plain": {}, "same": {}}, progress=False)
+    assert server.request_count == 2 * N_ROWS  # one call per (model, item), not per variant
+    s = result.samples
+    assert s.groupby("variant").size().to_dict() == {"plain": 2 * N_ROWS, "same": 2 * N_ROWS}
+    assert (s.status == "completed").all()
+    a = s[s.variant == "plain"].set_index(["model", "sample_index"])["output_text"]
+    b = s[s.variant == "same"].set_index(["model", "sample_index"])["output_text"]
+    assert a.equals(b.reindex(a.index))
+    # and a later run whose variant equals the first run's prompt reuses its calls
+    before = server.request_count
+    evalnb.run(suite, _models(server), variants={"plain": {}, "defined": {"prompt_template": DEFINED}}, progress=False)
+    assert server.request_count - before == 2 * N_ROWS  # only the "defined" prompts
+
+
+def test_stored_resumed_and_old_runs_keep_their_shape(suite, server, evalnb_home):
+    plain_run = evalnb.run(suite, _models(server), progress=False)
+    assert "variant" not in plain_run.samples.columns and "variant" not in plain_run.metrics.columns
+    result = evalnb.run(suite, _models(server), variants=VARIANTS, progress=False, name="two prompts")
+    sent = server.request_count
+    store = Store()
+    store.update_run(result.run_id, status="failed")
+    again = evalnb.resume(result.run_id, progress=False)
+    assert server.request_count == sent  # every sample was kept
+    assert again.variants == ["plain", "defined"]
+    assert again.metrics[["model", "variant", "mean"]].equals(result.metrics[["model", "variant", "mean"]])
+    loaded = evalnb.load_run(result.run_id)
+    assert list(loaded.samples.columns[:3]) == ["task_id", "model", "variant"]
+
+
+def test_name_of_both_a_model_and_a_variant_is_refused(suite, server):
+    with pytest.raises(ManifestError, match="both a variant name and a model label"):
+        evalnb.run(suite, _models(server), variants={"strong": {}, "defined": {"prompt_template": DEFINED}},
+                   progress=False)
+    assert server.request_count == 0
+
+
+@pytest.mark.parametrize("variants, where", [
+    ({"v": {"prompt_templte": "x {{text}}"}}, "variants['v'].prompt_templte: not a field a variant can override; "
+                                               "did you mean prompt_template?"),
+    ({"v": {"tasks": {"nope": {"prompt_template": "x"}}}}, "variants['v'].tasks['nope']: unknown task"),
+    ({"v": {"prompt_template": ""}}, "variants['v'].prompt_template"),
+    ({"v": {"generation": {"temperature": 9}}}, "variants['v'].generation.temperature"),
+    ({"bad name!": {}}, "variant name"),
+    ({"v": "not a dict"}, "variants['v']: must be a dict"),
+    ([("v", {})], "variants: must be a dict"),
+])
+def test_bad_variants_fail_before_any_call(suite, server, variants, where):
+    with pytest.raises(ManifestError) as caught:
+        evalnb.run(suite, _models(server), variants=variants, progress=False)
+    assert where in str(caught.value)
+    assert server.request_count == 0
+    assert evalnb.runs().empty
+
+
+def test_one_task_variant_and_instructions(tmp_path, server):
+    data = sentiment_manifest(tmp_path / "data")
+    data["tasks"].append({**data["tasks"][0], "id": "control"})
+    suite = evalnb.Suite.from_dict(data, base_dir=tmp_path / "data")
+    variants = {"plain": {}, "system": {"instructions": DEFINITION, "tasks": {"control": {"instructions": None}}}}
+    result = evalnb.run(suite, [Model("strong", base_url=server.base_url, api="chat")], variants=variants,
+                        progress=False)
+    systems = [r.body["messages"][0]["content"] for r in server.requests if r.body["messages"][0]["role"] == "system"]
+    assert systems == [DEFINITION] * N_ROWS  # only the reviews task of the "system" variant got it
+    m = result.metrics.set_index(["task_id", "variant"])["mean"]
+    assert m[("reviews", "system")] == pytest.approx(1.0)
+    assert m[("control", "system")] == pytest.approx(20 / 30)
