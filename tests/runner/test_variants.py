@@ -6,6 +6,8 @@ sentence turns the factual reviews from wrong to right, so its effect is known i
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import evalnb
@@ -139,3 +141,62 @@ def test_one_task_variant_and_instructions(tmp_path, server):
     m = result.metrics.set_index(["task_id", "variant"])["mean"]
     assert m[("reviews", "system")] == pytest.approx(1.0)
     assert m[("control", "system")] == pytest.approx(20 / 30)
+
+
+def test_cli_variant_files(tmp_path, server, capsys):
+    import json
+
+    from evalnb.cli import main
+
+    folder = tmp_path / "data"
+    (folder / "suite.json").parent.mkdir(parents=True, exist_ok=True)
+    (folder / "suite.json").write_text(json.dumps(sentiment_manifest(folder)), encoding="utf-8")
+    (tmp_path / "plain.yaml").write_text("", encoding="utf-8")
+    (tmp_path / "defined.yaml").write_text("prompt_template: |-\n  " + DEFINED.replace("\n", "\n  ") + "\n",
+                                           encoding="utf-8")
+    code = main(["run", str(folder / "suite.json"), "--model", f"strong@{server.base_url},api=chat",
+                 "--variant", f"plain={tmp_path / 'plain.yaml'}", "--variant", f"defined={tmp_path / 'defined.yaml'}",
+                 "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert re.search(r"reviews\s+strong · plain\s+exact_match\s+30\s+0\s+0\s+0\.6667", out), out
+    assert re.search(r"reviews\s+strong · defined\s+exact_match\s+30\s+0\s+0\s+1\.0000", out), out
+    (tmp_path / "typo.yaml").write_text("prompt_templat: x\n", encoding="utf-8")
+    before = server.request_count
+    code = main(["run", str(folder / "suite.json"), "--model", f"strong@{server.base_url},api=chat",
+                 "--variant", f"typo={tmp_path / 'typo.yaml'}", "--no-progress"])
+    captured = capsys.readouterr()
+    assert code != 0 and "variants['typo'].prompt_templat" in captured.err + captured.out
+    assert server.request_count == before
+
+
+def test_estimate_counts_every_variant(suite, server):
+    table = evalnb.estimate(suite, _models(server), variants=VARIANTS).table
+    assert list(table.columns[:3]) == ["task_id", "model", "variant"]
+    assert len(table) == 4 and (table["calls"] == N_ROWS).all()
+    by = table.set_index(["model", "variant"])["input_tokens"]
+    assert by[("strong", "defined")] > by[("strong", "plain")]  # the added sentence is counted
+    assert server.request_count == 0
+
+
+def test_batch_executor_runs_variants_like_a_local_run(suite, server, monkeypatch):
+    monkeypatch.setenv("EVALNB_BATCH_POLL_S", "0.05")
+    batch = evalnb.run(suite, _models(server), variants=VARIANTS, progress=False, executor="batch", reuse=False)
+    assert server.batched_requests == 2 * 2 * N_ROWS
+    local = evalnb.run(suite, _models(server), variants=VARIANTS, progress=False, reuse=False)
+    keys = ["model", "variant", "metric", "n", "mean"]
+    assert batch.metrics[keys].equals(local.metrics[keys])
+
+
+@pytest.mark.slow
+def test_ray_executor_runs_variants_like_a_local_run(suite, server, ray_runtime):
+    from evalnb import RayExecutor
+
+    variants = {**VARIANTS, "system": {"instructions": DEFINITION}}  # a task-level generation setting too
+    ray_run = evalnb.run(suite, _models(server), variants=variants, progress=False, reuse=False,
+                         executor=RayExecutor(num_workers=1))
+    local = evalnb.run(suite, _models(server), variants=variants, progress=False, reuse=False)
+    keys = ["model", "variant", "metric", "n", "mean"]
+    assert ray_run.status == "completed"
+    assert ray_run.metrics[keys].equals(local.metrics[keys])
+    assert ray_run.metrics.set_index(["model", "variant"]).loc[("strong", "system"), "mean"] == pytest.approx(1.0)
