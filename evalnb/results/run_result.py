@@ -153,6 +153,12 @@ class RunResult:
         return self._run.get("name")
 
     @property
+    def title(self) -> str:
+        """How the run is named to a reader: its name first, then its id ("v1: as written (eval_run_…)")."""
+        run_id = self._run_id or "not stored"
+        return f"{self.name} ({run_id})" if self.name else str(run_id)
+
+    @property
     def run(self) -> dict[str, Any]:
         """The stored run record (models, generation, versions, counts, ...)."""
         return dict(self._run)
@@ -689,7 +695,52 @@ class RunResult:
         mine, theirs = self._scores, baseline._scores
         if task_id is not None:
             mine, theirs = mine[mine["task_id"].isin(tasks)], theirs[theirs["task_id"].isin(tasks)]
-        return diff_scores(mine, theirs, confidence=confidence, clusters=clusters, unclustered=set(unclustered))
+        table = diff_scores(mine, theirs, confidence=confidence, clusters=clusters, unclustered=set(unclustered))
+        table = self._variants.split(table)
+        table.attrs.update(run=self.title, baseline=baseline.title)  # verdicts name both runs
+        return table
+
+    def changed_items(self, baseline: RunResult) -> set[tuple[str, int]]:
+        """(task_id, sample_index) of the items whose score differs from ``baseline``'s (any model, variant or metric)."""
+        from evalnb.results.diff import changed_items
+        from evalnb.suite.variants import split_slot
+
+        return {(split_slot(t)[0], int(i)) for t, i in changed_items(self._scores, baseline._scores)}
+
+    def changes(self, baseline: RunResult | None = None) -> Any:
+        """What changed in the suite: per task, each field that differs (old and new) and, for text, the words.
+
+        With a ``baseline`` run: this run's tasks against the baseline's (a variant of this run
+        against the baseline's same-named variant, else its plain task). Without one, in a run
+        with prompt variants: each variant against the first. Returns a `results.changes.Changes`:
+        ``.table`` (task_id, variant, field, old, new), shown as HTML in a notebook (inserted
+        words ``<ins>[+…+]</ins>``, deleted ``<del>[-…-]</del>``) and as text by ``print``.
+        """
+        from evalnb.results.changes import Change, manifest_tasks, suite_changes
+
+        slots = set(self.task_ids)
+        mine = {k: v for k, v in manifest_tasks(self._manifest).items()
+                if (f"{k[0]}@{k[1]}" if k[1] else k[0]) in slots}
+        if baseline is None:
+            if not self._variants:
+                raise ValueError("changes() needs a baseline run (e.g. result.changes(evalnb.load_run(run_id))); "
+                                 "only a run with prompt variants compares its variants without one")
+            first = self._variants.names[0]
+            pairs = [(key, (key[0], first)) for key in mine if key[1] != first]
+            return suite_changes(mine, mine, new_name=f"{self.title}: each variant", old_name=f"variant {first!r}",
+                                 pairs=pairs)
+        if not isinstance(baseline, RunResult):
+            raise TypeError(f"changes() needs the baseline RunResult, got {type(baseline).__name__}")
+        theirs = manifest_tasks(baseline._manifest)
+        pairs = []
+        for task, variant in mine:
+            same = [k for k in ((task, variant), (task, "")) if k in theirs]
+            pairs.append(((task, variant), same[0] if same else next((k for k in theirs if k[0] == task), None)))
+        found = suite_changes(mine, theirs, new_name=self.title, old_name=baseline.title, pairs=pairs)
+        for task in dict.fromkeys(k[0] for k in theirs):
+            if task not in {k[0] for k in mine} and task in {t.split("@")[0] for t in baseline.task_ids}:
+                found.changes.append(Change(task, "", "(task)", "present", "removed"))
+        return found
 
     def compare(self, **options: Any) -> go.Figure:
         """The default Plotly comparison: metric by model with 95% intervals (`evalnb.plots.compare`)."""
@@ -810,22 +861,37 @@ class RunResult:
                 suite = Suite.from_dict(self._manifest, base_dir=base_dir)
             except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
                 suite = None
-        frame = self._judging.with_judge_calls(self._one_epoch(epoch))
+        frame = self._variants.candidates(self._judging.with_judge_calls(self._one_epoch(epoch)))
+        chosen = self._chosen_candidates(models)
         if baseline is None:
-            return browse(frame, suite=suite, filter=filter, models=models, **view)
-        from evalnb.results.diff import changed_items
-
+            intro = self.changes().html() if self._variants and len(self._variants.names) > 1 else None
+            return browse(frame, suite=suite, filter=filter, models=chosen, intro=intro, **view)
         if not isinstance(baseline, RunResult):
             raise TypeError(f"baseline must be a RunResult, got {type(baseline).__name__}")
+        import html
+
         import pandas as pd
 
-        chosen = models if models is not None else [m for m in self.models if m in set(baseline.models)]
-        before = baseline._one_epoch(epoch if epoch is not None and epoch < baseline.epochs else None)
+        chosen = [m for m in chosen or self.candidates if m in set(baseline.candidates)]
+        before = baseline._variants.candidates(baseline._one_epoch(
+            epoch if epoch is not None and epoch < baseline.epochs else None))
         before = before.assign(model=before["model"].map(lambda m: f"{m} (baseline)"))
         both = pd.concat([before, frame], ignore_index=True)
         order = [label for m in chosen for label in (f"{m} (baseline)", m)]
-        changed = changed_items(self.scores, baseline.scores)
-        return browse(both, suite=suite, filter=filter or "changed", models=order, changed=changed, **view)
+        changed = self.changed_items(baseline)
+        intro = (f"<div>this run: <b>{html.escape(self.title)}</b> &middot; baseline: "
+                 f"<b>{html.escape(baseline.title)}</b></div>" + self.changes(baseline).html())
+        return browse(both, suite=suite, filter=filter or "changed", models=order, changed=changed, intro=intro,
+                      **view)
+
+    def _chosen_candidates(self, models: list[str] | None) -> list[str] | None:
+        """``browse(models=...)``: model labels (each with all its variants) or "model · variant" names."""
+        if models is None or not self._variants:
+            return models
+        from evalnb.results.variant_views import candidate_label
+
+        return [c for m in models for c in ([m] if m in self.candidates else
+                                             [candidate_label(m, v) for v in self._variants.names])]
 
     def _one_epoch(self, epoch: int | None) -> pd.DataFrame:
         frame = self.samples

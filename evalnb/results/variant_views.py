@@ -49,10 +49,10 @@ class RunVariants:
         return out
 
     def candidates(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """`frame` (slot ids) with ``model`` naming the candidate ("m · variant") and the task's own id."""
+        """`frame` (slot ids, or split already) with ``model`` naming the candidate ("m · variant") and the task's own id."""
         if not self:
             return frame
-        split = self.split(frame)
+        split = frame.copy() if "variant" in frame.columns else self.split(frame)
         split["model"] = [candidate_label(m, v) for m, v in zip(split["model"], split.pop("variant"))]
         return split
 
