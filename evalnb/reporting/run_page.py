@@ -147,13 +147,7 @@ def _paired(result: Any) -> str:
     parts = [_table(paired, ["task_id", "metric", "model", "variant", "model_a", "model_b", "variant_a", "variant_b",
                              "n_pairs", "mean_a", "mean_b",
                              "mean_diff", "ci_low", "ci_high", "p_value", "p_holm"])]
-    try:
-        from evalnb.results import verdicts
-
-        lines = "".join(f"<li>{_e(text)}</li>" for text in verdicts(paired).text)
-        parts.append(f"<h3>Is each difference real?</h3><ul class='verdicts'>{lines}</ul>")
-    except Exception:  # noqa: BLE001 - the table above says it in numbers
-        pass
+    parts.append(_verdicts(paired))
     return "".join(parts)
 
 
@@ -165,8 +159,19 @@ def _diff(result: Any, baseline: Any) -> str:
     from evalnb import plots
 
     return _picture(lambda: plots.diff_forest(table)) + _table(
-        table, ["task_id", "model", "metric", "n_pairs", "mean_baseline", "mean", "mean_diff", "ci_low",
-                "ci_high", "n_fixed", "n_broken", "mcnemar_p", "mde"])
+        table, ["task_id", "model", "variant", "metric", "n_pairs", "mean_baseline", "mean", "mean_diff", "ci_low",
+                "ci_high", "n_fixed", "n_broken", "mcnemar_p", "mde"]) + _verdicts(table)
+
+
+def _verdicts(table: Any) -> str:
+    """Each row of a paired or diff table in words (the runs named as the table's attrs name them)."""
+    try:
+        from evalnb.results import verdicts
+
+        lines = "".join(f"<li>{_e(text)}</li>" for text in verdicts(table).text)
+    except Exception:  # noqa: BLE001 - the table says it in numbers
+        return ""
+    return f"<h3>Is each difference real?</h3><ul class='verdicts'>{lines}</ul>"
 
 
 def _samples_shell(data: dict[str, Any]) -> str:

@@ -862,7 +862,7 @@ class RunResult:
             except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
                 suite = None
         frame = self._variants.candidates(self._judging.with_judge_calls(self._one_epoch(epoch)))
-        chosen = self._chosen_candidates(models)
+        chosen = self._chosen_candidates(models) if models is not None or not self._variants else self.candidates
         if baseline is None:
             intro = self.changes().html() if self._variants and len(self._variants.names) > 1 else None
             return browse(frame, suite=suite, filter=filter, models=chosen, intro=intro, **view)
