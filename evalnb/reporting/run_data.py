@@ -148,7 +148,8 @@ def _judge_calls(result: Any) -> dict[tuple[str, str, int, int], list[dict[str, 
         index = _plain(row.get("sample_index"))
         if index is None:
             continue
-        key = (str(row.get("task_id")), str(row.get("model")), int(index), int(_plain(row.get("epoch")) or 0))
+        model = candidate_label(str(row.get("model")), _text(row.get("variant")) or "")
+        key = (str(row.get("task_id")), model, int(index), int(_plain(row.get("epoch")) or 0))
         calls.setdefault(key, []).append({
             "judge_model": _text(row.get("judge_model")), "request": _plain(row.get("request")),
             "reply": _text(row.get("output_text")), "cached": bool(_plain(row.get("cached"))),

@@ -664,7 +664,9 @@ class RunResult:
             names = self._variants.names if kind == "model" else list(chosen)
             if len(names) > 1:
                 parts.append(self._variant_compare("variant", names, tasks, clusters, unclustered, run_all))
-            return pd.concat(parts, ignore_index=True)
+            table = pd.concat(parts, ignore_index=True)
+            lead = [c for c in ("model_a", "model_b", "variant", "model", "variant_a", "variant_b") if c in table]
+            return table[lead + [c for c in table.columns if c not in lead]]
         return paired_all(self._scores, models if models is not None else self.models,
                           task_id=_as_given(task_id, tasks), metric=metric, n_resamples=n_resamples,
                           seed=seed, clusters=clusters, batch_metrics=self._batch_metrics(),
@@ -757,7 +759,7 @@ class RunResult:
 
         One row per call, in sample order; a batch grader's calls have sample_index <NA>.
         """
-        return self._judging.judge_calls
+        return self._variants.split(self._judging.judge_calls)
 
     @property
     def costs(self) -> pd.DataFrame:
@@ -765,7 +767,7 @@ class RunResult:
         output_tokens, cost_usd, billed_model. ``role`` is ``candidate`` (the model's own calls)
         or ``judge`` (its samples' grader calls, costed at the judge's price); see
         `evalnb.results.costs.costs_frame`."""
-        return self._judging.costs
+        return self._variants.split(self._judging.costs)
 
     @property
     def cost_usd(self) -> float:
@@ -861,7 +863,7 @@ class RunResult:
                 suite = Suite.from_dict(self._manifest, base_dir=base_dir)
             except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
                 suite = None
-        frame = self._variants.candidates(self._judging.with_judge_calls(self._one_epoch(epoch)))
+        frame = self._variants.candidates(self._judging.with_judge_calls(self._one_epoch(epoch, slots=True)))
         chosen = self._chosen_candidates(models) if models is not None or not self._variants else self.candidates
         if baseline is None:
             intro = self.changes().html() if self._variants and len(self._variants.names) > 1 else None
@@ -893,8 +895,9 @@ class RunResult:
         return [c for m in models for c in ([m] if m in self.candidates else
                                              [candidate_label(m, v) for v in self._variants.names])]
 
-    def _one_epoch(self, epoch: int | None) -> pd.DataFrame:
-        frame = self.samples
+    def _one_epoch(self, epoch: int | None, *, slots: bool = False) -> pd.DataFrame:
+        """`samples` of one epoch (all of them for a run of one); ``slots``: task ids as stored (variants unsplit)."""
+        frame = self._frame[0] if slots else self.samples
         if epoch is None and self.epochs == 1:
             return frame
         epoch = 0 if epoch is None else epoch

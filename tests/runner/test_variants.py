@@ -200,3 +200,20 @@ def test_ray_executor_runs_variants_like_a_local_run(suite, server, ray_runtime)
     assert ray_run.status == "completed"
     assert ray_run.metrics[keys].equals(local.metrics[keys])
     assert ray_run.metrics.set_index(["model", "variant"]).loc[("strong", "system"), "mean"] == pytest.approx(1.0)
+
+
+def test_the_docs_page_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    blocks = re.findall(r"```python\n(.*?)```", (root / "docs" / "variants.md").read_text(encoding="utf-8"), re.S)
+    script = tmp_path / "variants_doc.py"
+    script.write_text("\n".join(blocks), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(root), "EVALNB_HOME": str(tmp_path / "home")}
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "[+Neutral means the review only states facts.+]" in proc.stdout
+    assert "did you mean prompt_template?" in proc.stdout
