@@ -217,3 +217,28 @@ def test_the_docs_page_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "[+Neutral means the review only states facts.+]" in proc.stdout
     assert "did you mean prompt_template?" in proc.stdout
+
+
+def test_resume_sends_only_the_failed_calls_of_a_variant(suite, model_server):
+    from evalnb.testing import Fault
+
+    down = {"now": True}
+
+    def responder(body):  # the "defined" prompts of items 3 and 4 fail (503) until the server recovers
+        text = body["messages"][-1]["content"]
+        if down["now"] and DEFINITION in text and ("item 3:" in text or "item 4:" in text):
+            return Fault(status=503)
+        return reads_prompt(body)
+
+    flaky = model_server(responder)
+    models = [Model("strong", base_url=flaky.base_url, api="chat")]
+    first = evalnb.run(suite, models, variants=VARIANTS, progress=False, generation={"max_retries": 0})
+    failed = first.samples[first.samples.status == "failed"]
+    assert set(zip(failed.variant, failed.sample_index)) == {("defined", 3), ("defined", 4)}
+    down["now"] = False
+    sent = flaky.request_count
+    again = evalnb.resume(first.run_id, progress=False)
+    resent = flaky.requests[sent:]
+    assert len(resent) == 2 and all(DEFINITION in r.body["messages"][-1]["content"] for r in resent)
+    assert (again.samples.status == "completed").all()
+    assert again.metrics.set_index("variant").loc["defined", "mean"] == pytest.approx(1.0)
