@@ -748,7 +748,12 @@ class RunResult:
         """The default Plotly comparison: metric by model with 95% intervals (`evalnb.plots.compare`)."""
         from evalnb.plots import compare
 
-        return compare(self._variants.candidates(self._metrics_table().drop(columns="n_clusters")), **options)
+        fig = compare(self._variants.candidates(self._metrics_table().drop(columns="n_clusters")), **options)
+        if self._variants:  # every model under every variant: say so in the title
+            title = str(fig.layout.title.text or "")
+            shown = f"{len(self.models)} model(s) × {len(self._variants.names)} variants"
+            fig.update_layout(title_text=title.rsplit(" (", 1)[0] + f" ({shown})")
+        return fig
 
     # ---- judge calls and costs (`judging.JudgeCosts`) ------------------------------------------
     @property
