@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from evalnb.providers.model import Model
-from evalnb.runner.executors import executor_record
+from evalnb.runner.executors.registry import executor_record
 
 if TYPE_CHECKING:
     from evalnb.suite import Suite
@@ -128,7 +128,7 @@ def make_plan(
     max_cost_usd: float | None = None,
     variants: Any = None,
 ) -> RunPlan:
-    from evalnb.runner.executors import check_executor
+    from evalnb.runner.executors.registry import check_executor
     from evalnb.suite.generation import Generation
     from evalnb.suite import Suite
 
