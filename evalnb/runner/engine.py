@@ -514,10 +514,15 @@ class RunEngine:
                         units = await asyncio.to_thread(next, stretches, None)
                         if units is None:
                             break
-                        await executor.submit(units)
+                        twins, planner.twins = planner.twins, []
+                        for twin in twins:  # answered by an identical request's outcome (`runner.twins`)
+                            self.context.hold_twin(twin)
+                        if units:
+                            await executor.submit(units)
                 finally:
                     stretches.close()
         await executor.drain()
+        self.context.twins_never_answered()
 
 
 KEEP_ITEMS = 100_000  # a task with at most this many items keeps them from the survey to the work pass

@@ -242,3 +242,51 @@ def test_resume_sends_only_the_failed_calls_of_a_variant(suite, model_server):
     assert len(resent) == 2 and all(DEFINITION in r.body["messages"][-1]["content"] for r in resent)
     assert (again.samples.status == "completed").all()
     assert again.metrics.set_index("variant").loc["defined", "mean"] == pytest.approx(1.0)
+
+
+def test_identical_requests_are_sent_once_in_provider_batches(suite, server, monkeypatch):
+    monkeypatch.setenv("EVALNB_BATCH_POLL_S", "0.05")
+    same = {"plain": {}, "same": {}, "defined": {"prompt_template": DEFINED}}
+    result = evalnb.run(suite, _models(server), variants=same, progress=False, executor="batch", reuse=False)
+    assert server.batched_requests == 2 * 2 * N_ROWS  # plain and defined; "same" is answered by plain's calls
+    s = result.samples
+    assert (s.status == "completed").all() and len(s) == 3 * 2 * N_ROWS
+    twin = s[s.variant == "same"]
+    assert twin["cached"].all() and (twin["cost_usd"].fillna(0) == 0).all()
+    m = result.metrics.set_index(["model", "variant"])["mean"]
+    assert m[("strong", "same")] == m[("strong", "plain")]
+
+
+def test_a_failed_request_fails_its_twin_too_and_resume_sends_it_once(suite, model_server):
+    from evalnb.testing import Fault
+
+    down = {"now": True}
+
+    def responder(body):
+        text = body["messages"][-1]["content"]
+        if down["now"] and "item 7:" in text:
+            return Fault(status=503)
+        return reads_prompt(body)
+
+    flaky = model_server(responder)
+    models = [Model("strong", base_url=flaky.base_url, api="chat")]
+    first = evalnb.run(suite, models, variants={"plain": {}, "same": {}}, progress=False,
+                       generation={"max_retries": 0})
+    assert flaky.request_count == N_ROWS
+    failed = first.samples[first.samples.status == "failed"]
+    assert sorted(failed.variant) == ["plain", "same"] and set(failed.sample_index) == {7}
+    assert failed["error"].str.contains("503").all()
+    down["now"] = False
+    again = evalnb.resume(first.run_id, progress=False)
+    assert flaky.request_count == N_ROWS + 1  # the one request, for both variants
+    assert (again.samples.status == "completed").all()
+
+
+@pytest.mark.slow
+def test_identical_requests_are_sent_once_on_ray(suite, server, ray_runtime):
+    from evalnb import RayExecutor
+
+    result = evalnb.run(suite, _models(server), variants={"plain": {}, "same": {}}, progress=False, reuse=False,
+                        executor=RayExecutor(num_workers=1))
+    assert server.request_count == 2 * N_ROWS
+    assert (result.samples.status == "completed").all() and len(result.samples) == 2 * 2 * N_ROWS
