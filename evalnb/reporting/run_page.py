@@ -81,7 +81,7 @@ def _header(result: Any, baseline: Any) -> str:
         ("name", result.name), ("run", result.run_id), ("status", result.status),
         ("suite", manifest.get("name") or summary.get("suite_name")),
         ("suite version", run.get("suite_version") or summary.get("suite_version")),
-        ("tasks", ", ".join(dict.fromkeys(str(t).split("@")[0] for t in result.task_ids))),
+        ("tasks", ", ".join(map(str, result.task_ids))),
         ("models", ", ".join(map(str, result.models))), ("variants", ", ".join(result.variants)),
         ("epochs", result.epochs), ("samples", counts.get("total")), ("failed", counts.get("failed")),
         ("created", _when(run.get("created_at"))), ("baseline", baseline.title if baseline is not None else None),

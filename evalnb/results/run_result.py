@@ -118,7 +118,7 @@ class RunResult:
         self._judging = JudgeCosts(self._store, self._run_id, self._run, frames=self._cost_frame,
                                    lean=lambda: self._lean, models=lambda: self.models)
         self._pairwise = PairwiseJudging(self._store, self._run_id, samples=lambda: self.samples,
-                                         models=lambda: self.models, tasks=self._chosen_tasks)
+                                         models=lambda: self.models, tasks=self._own_task_ids)
         self._report = Report(self)
 
     def _load(self) -> None:
@@ -195,7 +195,15 @@ class RunResult:
 
     @property
     def task_ids(self) -> list[str]:
-        """Tasks in run order (the run's task_ids, else the manifest's), then any other found in the samples."""
+        """Tasks in run order (the run's task_ids, else the manifest's), then any other found in the samples;
+        a run with variants lists each task once (as the ``task_id`` column of `samples` has it)."""
+        from evalnb.suite.variants import split_slot
+
+        return list(dict.fromkeys(split_slot(t)[0] for t in self._slots))
+
+    @property
+    def _slots(self) -> list[str]:
+        """Tasks as stored, in run order (with variants: one per (task, variant), `suite.variants`) (the run's task_ids, else the manifest's), then any other found in the samples."""
         ids = list(self._run.get("task_ids") or metric_specs(self._manifest))
         return ids + sorted(set(self._lean[0]["task_id"].unique()) - set(ids))
 
@@ -295,7 +303,7 @@ class RunResult:
             for start in range(0, len(frame), batch_size):
                 yield frame.iloc[start:start + batch_size].reset_index(drop=True)
             return
-        for task in self.task_ids:
+        for task in self._slots:
             for model in self.models:
                 for page in self._store.column_pages(self._run_id, task_id=task, model=model, batch_size=batch_size):
                     yield self._page_frame(page)
@@ -371,7 +379,7 @@ class RunResult:
         frame, columns = self._lean
         specs = self._specs()
         parts = []
-        for task in self.task_ids:
+        for task in self._slots:
             ids = [m["id"] for m in specs.get(task, [])]
             ids += [k for k in self._score_keys.get(task, []) if k not in ids]
             rows = frame[frame["task_id"] == task]
@@ -440,9 +448,15 @@ class RunResult:
         table.attrs["unclustered"] = dict(unclustered)
         return table
 
+    def _own_task_ids(self, task_id: str | Iterable[str] | None) -> list[str]:
+        """The chosen tasks by their own ids, as `samples` has them (a run with variants: each task once)."""
+        from evalnb.suite.variants import split_slot
+
+        return list(dict.fromkeys(split_slot(t)[0] for t in self._chosen_tasks(task_id)))
+
     def _chosen_tasks(self, task_id: str | Iterable[str] | None) -> list[str]:
         """The tasks ``task_id`` names (one id or several), in run order; unknown ids are a ValueError."""
-        known = self.task_ids
+        known = self._slots
         if task_id is None:
             return known
         wanted = [task_id] if isinstance(task_id, str) else list(task_id)
@@ -482,7 +496,7 @@ class RunResult:
             ids.extend(k for k in entry.get("metrics") or {} if k not in ids)
         groups = dict(iter(frame.groupby(["task_id", "model"], sort=False)))
         rows: list[dict[str, Any]] = []
-        for task in self.task_ids if tasks is None else tasks:
+        for task in self._slots if tasks is None else tasks:
             for model in self.models:
                 part = groups.get((task, model))
                 found = task_model_rows(task, model, part, specs.get(task, []), columns,
@@ -524,7 +538,7 @@ class RunResult:
                 part = part[part["task_id"].isin(tasks)]
             yield part[fields]
             return
-        for task in self.task_ids if tasks is None else tasks:
+        for task in self._slots if tasks is None else tasks:
             for page in self._store.column_pages(self._run_id, fields, task_id=task, status=status):
                 yield pd.DataFrame(page)
 
@@ -723,7 +737,7 @@ class RunResult:
         """
         from evalnb.results.changes import Change, manifest_tasks, suite_changes
 
-        slots = set(self.task_ids)
+        slots = set(self._slots)
         mine = {k: v for k, v in manifest_tasks(self._manifest).items()
                 if (f"{k[0]}@{k[1]}" if k[1] else k[0]) in slots}
         if baseline is None:
@@ -743,7 +757,7 @@ class RunResult:
             pairs.append(((task, variant), same[0] if same else next((k for k in theirs if k[0] == task), None)))
         found = suite_changes(mine, theirs, new_name=self.title, old_name=baseline.title, pairs=pairs)
         for task in dict.fromkeys(k[0] for k in theirs):
-            if task not in {k[0] for k in mine} and task in {t.split("@")[0] for t in baseline.task_ids}:
+            if task not in {k[0] for k in mine} and task in set(baseline.task_ids):
                 found.changes.append(Change(task, "", "(task)", "present", "removed"))
         return found
 
@@ -923,7 +937,7 @@ class RunResult:
 
         fields = ["task_id", "model", "cached", "output_text", "usage", "cost_usd"]
         store, run_id = self._store, self._run_id
-        return cost_columns(page for task in self.task_ids for model in self.models  # in run order
+        return cost_columns(page for task in self._slots for model in self.models  # in run order
                             for page in store.column_pages(run_id, fields, task_id=task, model=model))
 
     # ---- the report (`report_views.Report`) -----------------------------------------------------

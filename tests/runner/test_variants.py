@@ -290,3 +290,22 @@ def test_identical_requests_are_sent_once_on_ray(suite, server, ray_runtime):
                         executor=RayExecutor(num_workers=1))
     assert server.request_count == 2 * N_ROWS
     assert (result.samples.status == "completed").all() and len(result.samples) == 2 * 2 * N_ROWS
+
+
+def test_variant_names_are_pairwise_candidates(suite, server, model_server):
+    """Pairwise judging (issue 32) takes a variant name as a candidate: every sample of that variant."""
+    judge_server = model_server(lambda body: "The first one reads better. [[A]]")
+    result = evalnb.run(suite, [Model("strong", base_url=server.base_url, api="chat")], variants=VARIANTS,
+                        progress=False)
+    pairs = result.pairwise("defined", "plain", judge_model=Model("judge", base_url=judge_server.base_url),
+                            template="Q: {{prompt}}\nA: {{output_a}}\nB: {{output_b}}\nWhich is better?")
+    assert len(pairs) == N_ROWS and set(pairs["task_id"]) == {"reviews"}
+    assert judge_server.request_count > 0
+
+
+def test_public_task_ids_are_the_tasks_own(suite, server):
+    result = evalnb.run(suite, _models(server), variants=VARIANTS, progress=False)
+    assert result.task_ids == ["reviews"]
+    assert result.summarize(task_id="reviews")["variant"].tolist() == ["plain", "plain", "defined", "defined"]
+    with pytest.raises(ValueError, match="unknown task_id 'nope'"):
+        result.paired("defined", "plain", task_id="nope")
