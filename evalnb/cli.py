@@ -170,6 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", metavar="URL",
                    help="server of every model without @URL or base_url= of its own (default: OpenAI)")
     p.add_argument("--name", metavar="TEXT", help='a name for the run, shown by `evalnb runs` (e.g. "v2: neutral defined")')
+    p.add_argument("--variant", action="append", type=_variant, default=[], metavar="NAME=FILE.yaml",
+                   help="a prompt variant: FILE (YAML or JSON) holds the task fields it overrides, e.g. "
+                        "prompt_template, or {tasks: {ID: {...}}}; an empty file is the suite as written; "
+                        "repeat for several: every model runs under every variant")
     p.add_argument("--no-reuse", action="store_true", help="call the models again instead of reusing stored outputs")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -288,6 +292,26 @@ def _factor(text: str) -> float:
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"must be a factor in (0, 1], e.g. 0.5 for half price, got {text!r}")
     return value
+
+
+def _variant(text: str) -> tuple[str, dict[str, Any]]:
+    """``NAME=FILE.yaml`` (or .json): a variant's name and the task fields it overrides."""
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError("must be NAME=FILE.yaml (the file holds the task fields to override)")
+    try:
+        body = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc.strerror}") from None
+    import yaml
+
+    try:
+        value = yaml.safe_load(body) if body.strip() else {}
+    except yaml.YAMLError as exc:
+        raise argparse.ArgumentTypeError(f"{path}: not valid YAML/JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{path}: must hold a mapping of task fields, like 'prompt_template: ...'")
+    return name, value
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -453,8 +477,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
         reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
         name=args.name, judge_generation=args.judge_generation, max_cost_usd=args.max_cost_usd,
-        executor=args.executor, store=_STORE_FILE[0],
+        executor=args.executor, store=_STORE_FILE[0], variants=_variants(args.variant),
     )), args)
+
+
+def _variants(given: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    names = [name for name, _ in given]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise CliError(f"--variant {repeated[0]}=...: given more than once")
+    return dict(given) or None
 
 
 def _priced(prices: list[tuple[str, dict[str, float]]], models: list[Model], judge: Model | None,
@@ -864,7 +896,7 @@ def _print_metrics(result: RunResult) -> None:
     rows, errors, missing = [], {}, {}
     for r in metrics.to_dict("records"):
         ci = f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]" if not math.isnan(r["ci_low"]) else "-"
-        rows.append([r["task_id"], r["model"], r["metric"], str(r["n"]), str(r["n_failed"]), str(r["n_unscored"]),
+        rows.append([r["task_id"], r["model"] + (f" · {r['variant']}" if r.get("variant") else ""), r["metric"], str(r["n"]), str(r["n_failed"]), str(r["n_unscored"]),
                      _num(r["mean"]), ci, *([str(r["n_not_run"])] if not_run else [])])
         if not _missing(r.get("error")):
             errors[(r["task_id"], r["model"])] = r["error"]

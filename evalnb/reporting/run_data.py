@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
+from evalnb.results.variant_views import candidate_label
+
 __all__ = ["FAILURE", "DIFFERENT", "CHANGED", "sample_rows", "samples_data"]
 
 FAILURE, DIFFERENT, CHANGED = 1, 2, 4
@@ -21,25 +23,27 @@ LOG_CHARS = 4000  # the end of what a grader printed (the store keeps its last f
 
 def samples_data(result: Any, baseline: Any = None) -> dict[str, Any]:
     """What the page needs: ``columns`` (a label per sample slot), ``metrics``, ``sample_keys``,
-    ``items`` (each ``[task_id, sample_index, epoch, prompt, flags, samples, target]``), ``counts``
+    ``items`` (each ``[task_id, sample_index, epoch, prompt, flags, samples, target, prompts]``;
+    ``prompts`` is None when every sample of the item was sent the same prompt, else ``[[labels,
+    html], ...]``, each distinct prompt with its words against the first marked), ``counts``
     per filter, ``has_baseline`` and ``epochs``. With a baseline, each model's slot is preceded by
     its baseline sample's."""
-    models = [str(m) for m in result.models]
+    models = [str(m) for m in result.candidates]  # with variants: "model · variant"
     metrics = list(dict.fromkeys(result.metric_columns.values()))
     step = 1 if baseline is None else 2  # with a baseline: slot 2i is model i's baseline, 2i+1 model i
     width = step * len(models)
     items: dict[tuple[str, int, int], list[Any]] = {}
+    prompts: dict[tuple[str, int, int], dict[int, str]] = {}  # each slot's prompt, where they differ
     _collect(items, result, models, metrics, _judge_calls(result),
-             slot_of=lambda m: step * models.index(m) + step - 1, width=width)
+             slot_of=lambda m: step * models.index(m) + step - 1, width=width, prompts=prompts)
     columns, changed = list(models), set()
     if baseline is not None:
-        from evalnb.results.diff import changed_items
-
         columns = [label for m in models for label in (f"{m} (baseline)", m)]
-        shared = [m for m in models if m in {str(b) for b in baseline.models}]
+        shared = [m for m in models if m in {str(b) for b in baseline.candidates}]
         _collect(items, baseline, shared, list(dict.fromkeys(baseline.metric_columns.values())),
-                 _judge_calls(baseline), slot_of=lambda m: 2 * models.index(m), width=width, only_existing=True)
-        changed = {(str(t), int(i)) for t, i in changed_items(result.scores, baseline.scores)}
+                 _judge_calls(baseline), slot_of=lambda m: 2 * models.index(m), width=width, only_existing=True,
+                 prompts=prompts)
+        changed = result.changed_items(baseline)
     counts = {"all": 0, "failures": 0, "different": 0, "changed": 0}
     for (task, index, _epoch), entry in items.items():
         flags = _flags(entry[5][step - 1::step], metrics)  # this run's samples only
@@ -50,13 +54,15 @@ def samples_data(result: Any, baseline: Any = None) -> dict[str, Any]:
         counts["failures"] += bool(flags & FAILURE)
         counts["different"] += bool(flags & DIFFERENT)
         counts["changed"] += bool(flags & CHANGED)
+    for key, entry in items.items():
+        entry.append(_prompt_changes(prompts.get(key) or {}, columns))
     rows = list(items.values())
     return {"columns": columns, "metrics": metrics, "sample_keys": list(SAMPLE_KEYS), "items": rows,
             "counts": counts, "has_baseline": baseline is not None,
             "epochs": max((int(r[2]) for r in rows), default=0) > 0}
 
 
-TEXT_COLUMNS = ("task_id", "model", "prompt", "target", "status", "output_text", "error", "log")
+TEXT_COLUMNS = ("task_id", "model", "variant", "prompt", "target", "status", "output_text", "error", "log")
 
 
 def sample_rows(result: Any) -> Iterable[dict[str, Any]]:
@@ -73,11 +79,24 @@ def sample_rows(result: Any) -> Iterable[dict[str, Any]]:
             yield {c: values[i] for c, values in columns.items()}
 
 
+def _prompt_changes(by_slot: dict[int, str], columns: list[str]) -> list[list[str]] | None:
+    """Each distinct prompt of an item (in column order) with the columns sent it, marked against the first."""
+    from evalnb.textdiff import word_diff_html
+
+    distinct: dict[str, list[str]] = {}
+    for slot in sorted(by_slot):
+        distinct.setdefault(by_slot[slot], []).append(columns[slot])
+    if len(distinct) < 2:
+        return None
+    first = next(iter(distinct))
+    return [[", ".join(labels), word_diff_html(first, text)] for text, labels in distinct.items()]
+
+
 def _collect(items: dict, result: Any, models: list[str], metrics: list[str], judge: dict, *, slot_of: Any,
-             width: int, only_existing: bool = False) -> None:
+             width: int, only_existing: bool = False, prompts: dict | None = None) -> None:
     wanted = set(models)
     for row in sample_rows(result):
-        model = str(row["model"])
+        model = candidate_label(str(row["model"]), row.get("variant") or "")
         if model not in wanted:
             continue
         key = (str(row["task_id"]), int(row["sample_index"]), int(_plain(row["epoch"]) or 0))
@@ -87,6 +106,8 @@ def _collect(items: dict, result: Any, models: list[str], metrics: list[str], ju
                 continue
             entry = items[key] = [key[0], key[1], key[2], _text(row["prompt"]), None, [None] * width,
                                   _text(row["target"])]
+        if prompts is not None and isinstance(row["prompt"], str):
+            prompts.setdefault(key, {})[slot_of(model)] = row["prompt"]
         scores = {}
         for m in metrics:
             value = _score(row.get(m))
@@ -127,7 +148,8 @@ def _judge_calls(result: Any) -> dict[tuple[str, str, int, int], list[dict[str, 
         index = _plain(row.get("sample_index"))
         if index is None:
             continue
-        key = (str(row.get("task_id")), str(row.get("model")), int(index), int(_plain(row.get("epoch")) or 0))
+        model = candidate_label(str(row.get("model")), _text(row.get("variant")) or "")
+        key = (str(row.get("task_id")), model, int(index), int(_plain(row.get("epoch")) or 0))
         calls.setdefault(key, []).append({
             "judge_model": _text(row.get("judge_model")), "request": _plain(row.get("request")),
             "reply": _text(row.get("output_text")), "cached": bool(_plain(row.get("cached"))),

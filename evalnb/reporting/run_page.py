@@ -32,14 +32,17 @@ def write_run_report(result: Any, path: str | Path, *, baseline: Any = None) -> 
 
 def run_report_html(result: Any, *, baseline: Any = None) -> str:
     data = samples_data(result, baseline)
-    title = f"evalnb run {result.run_id or '(not stored)'}"
-    sections = [
-        _header(result, baseline),
+    title = f"evalnb run {result.title}"
+    sections = [_header(result, baseline)]
+    changes = _changes(result, baseline)
+    if changes:  # what was changed comes before what it did
+        sections.append(_section("What changed in the prompt", changes))
+    sections += [
         _section("Metrics", _metrics(result)),
         _section("Paired comparisons between models", _paired(result)),
     ]
     if baseline is not None:
-        sections.append(_section(f"Against baseline run {baseline.run_id}", _diff(result, baseline)))
+        sections.append(_section(f"Against baseline run {baseline.title}", _diff(result, baseline)))
     pairwise = _pairwise(result)
     if pairwise:
         sections.append(_section("Pairwise judgements", pairwise))
@@ -75,12 +78,13 @@ def _header(result: Any, baseline: Any) -> str:
     summary = run.get("summary") or {}
     counts = run.get("counts") or {}
     facts = [
-        ("run", result.run_id), ("name", result.name), ("status", result.status),
+        ("name", result.name), ("run", result.run_id), ("status", result.status),
         ("suite", manifest.get("name") or summary.get("suite_name")),
         ("suite version", run.get("suite_version") or summary.get("suite_version")),
-        ("tasks", ", ".join(map(str, result.task_ids))), ("models", ", ".join(map(str, result.models))),
+        ("tasks", ", ".join(map(str, result.task_ids))),
+        ("models", ", ".join(map(str, result.models))), ("variants", ", ".join(result.variants)),
         ("epochs", result.epochs), ("samples", counts.get("total")), ("failed", counts.get("failed")),
-        ("created", _when(run.get("created_at"))), ("baseline", baseline.run_id if baseline is not None else None),
+        ("created", _when(run.get("created_at"))), ("baseline", baseline.title if baseline is not None else None),
     ]
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts if v not in (None, ""))
     settings = {k: run.get(k) for k in ("models", "generation", "judge_model", "embedding_model", "max_samples",
@@ -89,9 +93,19 @@ def _header(result: Any, baseline: Any) -> str:
     if settings:
         more = ("<details><summary>settings</summary><pre>"
                 f"{_e(json.dumps(settings, indent=2, default=str, ensure_ascii=False))}</pre></details>")
-    return (f"<header><h1>{_e('evalnb run ' + str(result.run_id or ''))}</h1>"
+    return (f"<header><h1>{_e('evalnb run ' + result.title)}</h1>"
             f"<p class='muted'>made {_e(time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()))} by "
             f"<code>evalnb report</code>; opens offline</p><table class='facts'>{rows}</table>{more}</header>")
+
+
+def _changes(result: Any, baseline: Any) -> str:
+    """What changed in the suite (against the baseline, or between the run's variants); '' if nothing to show."""
+    if baseline is None and len(result.variants) < 2:
+        return ""
+    try:
+        return result.changes(baseline).html()
+    except Exception as exc:  # noqa: BLE001 - the rest of the page still reports the run
+        return f"<p class='muted'>no changes view: {_e(type(exc).__name__)}: {_e(exc)}</p>"
 
 
 def _table(frame: Any, columns: list[str], digits: int = 3) -> str:
@@ -123,26 +137,21 @@ def _picture(build: Any) -> str:
 
 def _metrics(result: Any) -> str:
     metrics = result.metrics
-    table = _table(metrics, ["task_id", "model", "metric", "n", "mean", "ci_low", "ci_high", "stderr"])
+    table = _table(metrics, ["task_id", "model", "variant", "metric", "n", "mean", "ci_low", "ci_high", "stderr"])
     return _picture(result.compare) + table
 
 
 def _paired(result: Any) -> str:
-    if len(result.models) < 2:
+    if len(result.candidates) < 2:
         return "<p class='muted'>one model: nothing to pair</p>"
     try:
         paired = result.paired_all()
     except Exception as exc:  # noqa: BLE001
         return f"<p class='muted'>no paired comparison: {_e(type(exc).__name__)}: {_e(exc)}</p>"
-    parts = [_table(paired, ["task_id", "metric", "model_a", "model_b", "n_pairs", "mean_a", "mean_b",
+    parts = [_table(paired, ["task_id", "metric", "model", "variant", "model_a", "model_b", "variant_a", "variant_b",
+                             "n_pairs", "mean_a", "mean_b",
                              "mean_diff", "ci_low", "ci_high", "p_value", "p_holm"])]
-    try:
-        from evalnb.results import verdicts
-
-        lines = "".join(f"<li>{_e(text)}</li>" for text in verdicts(paired).text)
-        parts.append(f"<h3>Is each difference real?</h3><ul class='verdicts'>{lines}</ul>")
-    except Exception:  # noqa: BLE001 - the table above says it in numbers
-        pass
+    parts.append(_verdicts(paired))
     return "".join(parts)
 
 
@@ -154,8 +163,19 @@ def _diff(result: Any, baseline: Any) -> str:
     from evalnb import plots
 
     return _picture(lambda: plots.diff_forest(table)) + _table(
-        table, ["task_id", "model", "metric", "n_pairs", "mean_baseline", "mean", "mean_diff", "ci_low",
-                "ci_high", "n_fixed", "n_broken", "mcnemar_p", "mde"])
+        table, ["task_id", "model", "variant", "metric", "n_pairs", "mean_baseline", "mean", "mean_diff", "ci_low",
+                "ci_high", "n_fixed", "n_broken", "mcnemar_p", "mde"]) + _verdicts(table)
+
+
+def _verdicts(table: Any) -> str:
+    """Each row of a paired or diff table in words (the runs named as the table's attrs name them)."""
+    try:
+        from evalnb.results import verdicts
+
+        lines = "".join(f"<li>{_e(text)}</li>" for text in verdicts(table).text)
+    except Exception:  # noqa: BLE001 - the table says it in numbers
+        return ""
+    return f"<h3>Is each difference real?</h3><ul class='verdicts'>{lines}</ul>"
 
 
 def _pairwise(result: Any) -> str:

@@ -35,6 +35,7 @@ font-size:12px}
 table.side{border-collapse:collapse;width:100%;margin-top:6px;table-layout:fixed}
 table.side th,table.side td{border:1px solid #e5e7eb;padding:4px;vertical-align:top;text-align:left}
 table.side th.row{width:130px;color:#4b5563;font-weight:normal}
+ins{background:#dcfce7;color:#14532d;text-decoration:underline}del{background:#fee2e2;color:#7f1d1d;text-decoration:line-through}
 td.differs{background:#fef3c7}td.error{background:#fef2f2}mark{background:#fde047}
 """
 
@@ -67,7 +68,9 @@ function item(it){var box=el('div','item');var flags=[];if(it[4]&1)flags.push('f
   if(it[4]&4)flags.push('changed vs baseline');
   var head=el('div','ihead','task '+it[0]+' · sample_index '+it[1]+(D.epochs?' · epoch '+it[2]:''));
   if(flags.length)head.appendChild(el('span','flag',flags.join(', ')));box.appendChild(head);
-  var pr=el('div','prompt');pr.appendChild(el('div','muted','prompt'));pr.appendChild(pre(it[3]));box.appendChild(pr);
+  var pr=el('div','prompt');if(it[7]){pr.appendChild(el('div','muted','prompts (inserted words [+…+], deleted [-…-], against the first)'));
+    it[7].forEach(function(p){pr.appendChild(el('div','muted',p[0]));var q=el('pre');q.innerHTML=p[1];pr.appendChild(q);});}
+  else{pr.appendChild(el('div','muted','prompt'));pr.appendChild(pre(it[3]));}box.appendChild(pr);
   var tg=el('div','target');tg.appendChild(el('div','muted','target'));tg.appendChild(pre(it[6]));box.appendChild(tg);
   var t=el('table','side'),h=el('tr');h.appendChild(el('th','row',''));D.columns.forEach(function(c){h.appendChild(el('th','',c));});
   t.appendChild(h);var S=it[5];function col(k,fmt){return S.map(function(s){return s?(fmt?fmt(s[k]):s[k]):'(no sample)';});}

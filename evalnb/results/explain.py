@@ -41,7 +41,8 @@ def verdicts(table: pd.DataFrame, *, alpha: float = 0.05, power: float = 0.8) ->
     if not hasattr(table, "columns") or not {"n_pairs", "mean_diff", "ci_low", "ci_high", "stderr"} <= set(table.columns):
         raise ValueError("verdicts() takes a table from RunResult.paired, paired_all or diff "
                          "(columns n_pairs, mean_diff, ci_low, ci_high, stderr)")
-    rows = [_verdict(r, alpha, power) for r in table.to_dict("records")]
+    names = (table.attrs.get("run"), table.attrs.get("baseline"))  # a diff's two runs, name first then id
+    rows = [_verdict(r, alpha, power, names) for r in table.to_dict("records")]
     out = pd.DataFrame.from_records(rows, columns=list(VERDICT_COLUMNS))
     out["n_needed"] = pd.array([r["n_needed"] for r in rows], dtype="Int64")
     from evalnb.results.compact import whole_verdicts
@@ -67,11 +68,16 @@ def _test(row: dict[str, Any]) -> tuple[float, str]:
     return stats.t_two_sided_p(mean / stderr, df), "t-test p"
 
 
-def _verdict(row: dict[str, Any], alpha: float, power: float) -> dict[str, Any]:
-    if "model_a" in row:
-        comparison = f"{row['model_a']} − {row['model_b']}"
+def _verdict(row: dict[str, Any], alpha: float, power: float,
+             names: tuple[Any, Any] = (None, None)) -> dict[str, Any]:
+    variant = row.get("variant") if isinstance(row.get("variant"), str) and row.get("variant") else None
+    if isinstance(row.get("variant_a"), str):  # two variants of one model
+        comparison = f"{row['model']}: {row['variant_a']} − {row['variant_b']}"
+    elif "model_a" in row and isinstance(row.get("model_a"), str):
+        comparison = f"{row['model_a']} − {row['model_b']}" + (f" ({variant})" if variant else "")
     else:
-        comparison = f"{row['model']}: this run − baseline"
+        run, baseline = names
+        comparison = f"{row['model']}: {run or 'this run'} − {baseline or 'baseline'}"
     n = int(row["n_pairs"])
     out: dict[str, Any] = {"comparison": comparison, "task_id": row["task_id"], "metric": row["metric"], "n_pairs": n,
                            "mean_diff": row["mean_diff"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],

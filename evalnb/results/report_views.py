@@ -23,6 +23,10 @@ class Report:
     def _cells(self) -> list[dict[str, Any]]:
         """Rows of the report: one per (task, metric), with each model's numbers."""
         table = self._result.metrics
+        if "variant" in table.columns:  # a run with prompt variants: each (model, variant) is a candidate
+            from evalnb.results.variant_views import candidate_label
+
+            table = table.assign(model=[candidate_label(m, v) for m, v in zip(table["model"], table["variant"])])
         out: list[dict[str, Any]] = []
         for (task, metric), part in table.groupby(["task_id", "metric"], sort=False):
             by_model = {r["model"]: r for r in part.to_dict("records")}
@@ -45,12 +49,14 @@ class Report:
         if r.epochs > 1:
             head.append(f"  epochs: {r.epochs} (n counts items)")
         lines = ["".join(head), "models: " + ", ".join(r.models)]
+        if r.variants:
+            lines.append("variants: " + ", ".join(r.variants))
         reasons = r.failure_reasons()
         if reasons:
             lines.append("why: " + "; ".join(f"{reason} ({n})" for reason, n in reasons))
         for cell in self._cells():
             lines.append(f"{cell['task']} / {cell['metric']}{'' if cell['higher_is_better'] else ' (lower is better)'}")
-            for model in r.models:
+            for model in r.candidates:
                 row = cell["models"].get(model)
                 if row is not None:
                     lines.append(f"  {model}: {_describe(row)}")
@@ -61,7 +67,7 @@ class Report:
         r = self._result
         run = r.run
         esc = html.escape
-        models = r.models
+        models = r.candidates
         counts = run.get("counts") or {}
         info = [f"<b>run</b> <code>{esc(str(r.run_id or '(not stored)'))}</code>",
                 f"<b>status</b> {esc(str(r.status or 'unknown'))}"]

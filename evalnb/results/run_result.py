@@ -112,10 +112,13 @@ class RunResult:
 
     def _helpers(self) -> None:
         """The objects this result owns: its judge/cost views and its report (fresh on refresh)."""
+        from evalnb.results.variant_views import RunVariants
+
+        self._variants = RunVariants(self._run)
         self._judging = JudgeCosts(self._store, self._run_id, self._run, frames=self._cost_frame,
                                    lean=lambda: self._lean, models=lambda: self.models)
         self._pairwise = PairwiseJudging(self._store, self._run_id, samples=lambda: self.samples,
-                                         models=lambda: self.models, tasks=self._chosen_tasks)
+                                         models=lambda: self.models, tasks=self._own_task_ids)
         self._report = Report(self)
 
     def _load(self) -> None:
@@ -133,7 +136,7 @@ class RunResult:
         """Read the run again (for a run still in progress); returns self."""
         if self._store is not None:
             self._load()
-        for name in ("samples", "scores", "metrics", "metric_columns", "_frame", "_lean"):
+        for name in ("samples", "scores", "_scores", "metrics", "metric_columns", "_frame", "_lean"):
             self.__dict__.pop(name, None)
         self._helpers()
         return self
@@ -151,6 +154,12 @@ class RunResult:
     def name(self) -> str | None:
         """The run's name (``evalnb.run(..., name=...)``), or None."""
         return self._run.get("name")
+
+    @property
+    def title(self) -> str:
+        """How the run is named to a reader: its name first, then its id ("v1: as written (eval_run_…)")."""
+        run_id = self._run_id or "not stored"
+        return f"{self.name} ({run_id})" if self.name else str(run_id)
 
     @property
     def run(self) -> dict[str, Any]:
@@ -171,8 +180,30 @@ class RunResult:
         return labels + sorted(set(self._lean[0]["model"].unique()) - set(labels))
 
     @property
+    def variants(self) -> list[str]:
+        """The run's prompt variants in the order given (``evalnb.run(..., variants=...)``); [] without."""
+        return list(self._variants.names)
+
+    @property
+    def candidates(self) -> list[str]:
+        """What was compared: the model labels, or with variants each "model · variant" (models first)."""
+        from evalnb.results.variant_views import candidate_label
+
+        if not self._variants:
+            return self.models
+        return [candidate_label(m, v) for m in self.models for v in self._variants.names]
+
+    @property
     def task_ids(self) -> list[str]:
-        """Tasks in run order (the run's task_ids, else the manifest's), then any other found in the samples."""
+        """Tasks in run order (the run's task_ids, else the manifest's), then any other found in the samples;
+        a run with variants lists each task once (as the ``task_id`` column of `samples` has it)."""
+        from evalnb.suite.variants import split_slot
+
+        return list(dict.fromkeys(split_slot(t)[0] for t in self._slots))
+
+    @property
+    def _slots(self) -> list[str]:
+        """Tasks as stored, in run order (with variants: one per (task, variant), `suite.variants`) (the run's task_ids, else the manifest's), then any other found in the samples."""
         ids = list(self._run.get("task_ids") or metric_specs(self._manifest))
         return ids + sorted(set(self._lean[0]["task_id"].unique()) - set(ids))
 
@@ -272,13 +303,14 @@ class RunResult:
             for start in range(0, len(frame), batch_size):
                 yield frame.iloc[start:start + batch_size].reset_index(drop=True)
             return
-        for task in self.task_ids:
+        for task in self._slots:
             for model in self.models:
                 for page in self._store.column_pages(self._run_id, task_id=task, model=model, batch_size=batch_size):
                     yield self._page_frame(page)
 
     def _page_frame(self, page: Mapping[str, list[Any]]) -> pd.DataFrame:
-        return samples_frame(page, self._lean[1], self._judging.cost_by_sample()).drop(columns="_cached_input")
+        frame = samples_frame(page, self._lean[1], self._judging.cost_by_sample()).drop(columns="_cached_input")
+        return self._variants.split(frame)
 
     def samples_page(self, page: int, page_size: int = 10_000) -> pd.DataFrame:
         """Rows ``page * page_size`` to ``(page + 1) * page_size`` of `samples`, read alone.
@@ -318,9 +350,10 @@ class RunResult:
         """One row per (task, model, item, epoch); see the module docstring for the columns.
 
         `prompt` is an object column whose rows share one str per distinct prompt (every model
-        of an item has the same one), so a large run's frame holds each prompt once.
+        of an item has the same one), so a large run's frame holds each prompt once. A run with
+        prompt variants has a ``variant`` column after ``model`` (one row per variant too).
         """
-        return self._frame[0]
+        return self._variants.split(self._frame[0])
 
     @cached_property
     def metric_columns(self) -> dict[str, str]:
@@ -329,6 +362,12 @@ class RunResult:
 
     @cached_property
     def scores(self) -> pd.DataFrame:
+        """Long form: one row per (item, metric of its task); value NaN = not scored (a ``variant``
+        column with variants); see `_scores`."""
+        return self._variants.split(self._scores)
+
+    @cached_property
+    def _scores(self) -> pd.DataFrame:
         """Long form: one row per (item, metric of its task); value NaN = not scored.
 
         Metrics of a task are its declared ones, then any other score key its samples carry;
@@ -340,7 +379,7 @@ class RunResult:
         frame, columns = self._lean
         specs = self._specs()
         parts = []
-        for task in self.task_ids:
+        for task in self._slots:
             ids = [m["id"] for m in specs.get(task, [])]
             ids += [k for k in self._score_keys.get(task, []) if k not in ids]
             rows = frame[frame["task_id"] == task]
@@ -373,12 +412,13 @@ class RunResult:
         field their row lacks (rendered as ""). `aggregation: "none"` reports n alone. A batch
         grader's metrics replace same-named rows (source "batch", no stderr or interval) and
         its error is shown on every row of that task and model. A run with epochs also gets
-        ``pass_at_<k>`` columns for 0/1 metrics (`evalnb.results.epochs`).
+        ``pass_at_<k>`` columns for 0/1 metrics (`evalnb.results.epochs`). With prompt variants, a
+        ``variant`` column after ``model`` (one row per task, model, variant and metric).
         """
         from evalnb.results.compact import compact_metrics
 
         # every column is there; a notebook and repr show the main ones (evalnb.results.compact)
-        return compact_metrics(self._metrics_table().drop(columns="n_clusters"))
+        return compact_metrics(self._variants.split(self._metrics_table().drop(columns="n_clusters")))
 
     def summarize(self, *, task_id: str | Iterable[str] | None = None, cluster_by: str | None = None,
                   confidence: float = 0.95) -> pd.DataFrame:
@@ -407,18 +447,31 @@ class RunResult:
             clusters, unclustered = self._cluster_keys(cluster_by, tasks)
         table = self._metrics_table(confidence=confidence, clusters=clusters, cluster_by=cluster_by, tasks=tasks,
                                     unclustered=unclustered)
+        table = self._variants.split(table)
         table.attrs["unclustered"] = dict(unclustered)
         return table
 
+    def _own_task_ids(self, task_id: str | Iterable[str] | None) -> list[str]:
+        """The chosen tasks by their own ids, as `samples` has them (a run with variants: each task once)."""
+        from evalnb.suite.variants import split_slot
+
+        return list(dict.fromkeys(split_slot(t)[0] for t in self._chosen_tasks(task_id)))
+
     def _chosen_tasks(self, task_id: str | Iterable[str] | None) -> list[str]:
         """The tasks ``task_id`` names (one id or several), in run order; unknown ids are a ValueError."""
-        known = self.task_ids
+        known = self._slots
         if task_id is None:
             return known
         wanted = [task_id] if isinstance(task_id, str) else list(task_id)
         if not wanted or not all(isinstance(t, str) for t in wanted):
             raise ValueError(f"task_id must be a task id or a list of them, got {task_id!r}; "
                              f"the run's tasks: {', '.join(map(repr, known)) or 'none'}")
+        if self._variants:  # a task's own id names each of its variants' slots
+            from evalnb.suite.variants import split_slot
+
+            wanted = [s for s in known if s in wanted or split_slot(s)[0] in wanted]
+            wanted += [t for t in ([task_id] if isinstance(task_id, str) else task_id) if t not in known
+                       and not any(split_slot(s)[0] == t for s in known)]
         unknown = [t for t in wanted if t not in known]
         if unknown:
             raise ValueError(f"unknown task_id {', '.join(map(repr, unknown))}; "
@@ -446,7 +499,7 @@ class RunResult:
             ids.extend(k for k in entry.get("metrics") or {} if k not in ids)
         groups = dict(iter(frame.groupby(["task_id", "model"], sort=False)))
         rows: list[dict[str, Any]] = []
-        for task in self.task_ids if tasks is None else tasks:
+        for task in self._slots if tasks is None else tasks:
             for model in self.models:
                 part = groups.get((task, model))
                 found = task_model_rows(task, model, part, specs.get(task, []), columns,
@@ -488,7 +541,7 @@ class RunResult:
                 part = part[part["task_id"].isin(tasks)]
             yield part[fields]
             return
-        for task in self.task_ids if tasks is None else tasks:
+        for task in self._slots if tasks is None else tasks:
             for page in self._store.column_pages(self._run_id, fields, task_id=task, status=status):
                 yield pd.DataFrame(page)
 
@@ -559,9 +612,31 @@ class RunResult:
 
         tasks = self._chosen_tasks(task_id)
         clusters, unclustered = self._clusters(cluster_by, tasks)
-        return paired(self.scores, model_a, model_b, task_id=_as_given(task_id, tasks), metric=metric,
+        kind = self._variants.check_names([model_a, model_b], self.models)
+        if self._variants:
+            return self._variant_compare(kind, [model_a, model_b], tasks, clusters, unclustered, lambda scores, names, **kw: paired(
+                scores, names[0], names[1], metric=metric, n_resamples=n_resamples, seed=seed, **kw))
+        return paired(self._scores, model_a, model_b, task_id=_as_given(task_id, tasks), metric=metric,
                       n_resamples=n_resamples, seed=seed, clusters=clusters, batch_metrics=self._batch_metrics(),
                       unclustered=_reasons(unclustered))
+
+    def _variant_compare(self, kind: str, names: list[str], tasks: list[str], clusters: Any, unclustered: Any,
+                         compare: Any) -> pd.DataFrame:
+        """`paired`/`paired_all` in a run with variants: two variants of each model, or models within each variant."""
+        from evalnb.suite.variants import split_slot
+
+        scores = self._scores[self._scores["task_id"].isin(tasks)]
+        own = {split_slot(t)[0] for t in tasks}
+        options = dict(
+            clusters=None if clusters is None else {(split_slot(t)[0], i): c for (t, i), c in clusters.items()},
+            batch_metrics={(split_slot(t)[0], m) for t, m in self._batch_metrics()},
+            unclustered={split_slot(t)[0]: r for t, r in _reasons(unclustered).items()},
+            task_id=sorted(own) if len(own) > 1 else next(iter(own)),
+        )
+        if kind == "variant":
+            return self._variants.by_model(scores, self.models, lambda frame, chosen: compare(frame, chosen, **options),
+                                           names)
+        return self._variants.by_variant(scores, lambda frame, chosen: compare(frame, chosen, **options), names)
 
     def _batch_metrics(self) -> set[tuple[str, str]]:
         """(task_id, metric) of task-level metrics: a batch grader's, reported or declared."""
@@ -594,7 +669,25 @@ class RunResult:
 
         tasks = self._chosen_tasks(task_id)
         clusters, unclustered = self._clusters(cluster_by, tasks)
-        return paired_all(self.scores, models if models is not None else self.models,
+        if self._variants:  # every pair of models within each variant, and of variants within each model
+            import pandas as pd
+
+            chosen = models if models is not None else self.models
+            kind = self._variants.check_names(list(chosen), self.models)
+
+            def run_all(scores: Any, names: list[str], **kw: Any) -> pd.DataFrame:
+                return paired_all(scores, names, metric=metric, n_resamples=n_resamples, seed=seed, **kw)
+
+            parts = []
+            if kind == "model" and len(chosen) > 1:
+                parts.append(self._variant_compare("model", list(chosen), tasks, clusters, unclustered, run_all))
+            names = self._variants.names if kind == "model" else list(chosen)
+            if len(names) > 1:
+                parts.append(self._variant_compare("variant", names, tasks, clusters, unclustered, run_all))
+            table = pd.concat(parts, ignore_index=True)
+            lead = [c for c in ("model_a", "model_b", "variant", "model", "variant_a", "variant_b") if c in table]
+            return table[lead + [c for c in table.columns if c not in lead]]
+        return paired_all(self._scores, models if models is not None else self.models,
                           task_id=_as_given(task_id, tasks), metric=metric, n_resamples=n_resamples,
                           seed=seed, clusters=clusters, batch_metrics=self._batch_metrics(),
                           unclustered=_reasons(unclustered))
@@ -621,16 +714,66 @@ class RunResult:
                             f"got {type(baseline).__name__}")
         tasks = self._chosen_tasks(task_id)
         clusters, unclustered = self._clusters(cluster_by, tasks)
-        mine, theirs = self.scores, baseline.scores
+        mine, theirs = self._scores, baseline._scores
         if task_id is not None:
             mine, theirs = mine[mine["task_id"].isin(tasks)], theirs[theirs["task_id"].isin(tasks)]
-        return diff_scores(mine, theirs, confidence=confidence, clusters=clusters, unclustered=set(unclustered))
+        table = diff_scores(mine, theirs, confidence=confidence, clusters=clusters, unclustered=set(unclustered))
+        table = self._variants.split(table)
+        table.attrs.update(run=self.title, baseline=baseline.title)  # verdicts name both runs
+        return table
+
+    def changed_items(self, baseline: RunResult) -> set[tuple[str, int]]:
+        """(task_id, sample_index) of the items whose score differs from ``baseline``'s (any model, variant or metric)."""
+        from evalnb.results.diff import changed_items
+        from evalnb.suite.variants import split_slot
+
+        return {(split_slot(t)[0], int(i)) for t, i in changed_items(self._scores, baseline._scores)}
+
+    def changes(self, baseline: RunResult | None = None) -> Any:
+        """What changed in the suite: per task, each field that differs (old and new) and, for text, the words.
+
+        With a ``baseline`` run: this run's tasks against the baseline's (a variant of this run
+        against the baseline's same-named variant, else its plain task). Without one, in a run
+        with prompt variants: each variant against the first. Returns a `results.changes.Changes`:
+        ``.table`` (task_id, variant, field, old, new), shown as HTML in a notebook (inserted
+        words ``<ins>[+…+]</ins>``, deleted ``<del>[-…-]</del>``) and as text by ``print``.
+        """
+        from evalnb.results.changes import Change, manifest_tasks, suite_changes
+
+        slots = set(self._slots)
+        mine = {k: v for k, v in manifest_tasks(self._manifest).items()
+                if (f"{k[0]}@{k[1]}" if k[1] else k[0]) in slots}
+        if baseline is None:
+            if not self._variants:
+                raise ValueError("changes() needs a baseline run (e.g. result.changes(evalnb.load_run(run_id))); "
+                                 "only a run with prompt variants compares its variants without one")
+            first = self._variants.names[0]
+            pairs = [(key, (key[0], first)) for key in mine if key[1] != first]
+            return suite_changes(mine, mine, new_name=f"{self.title}: each variant", old_name=f"variant {first!r}",
+                                 pairs=pairs)
+        if not isinstance(baseline, RunResult):
+            raise TypeError(f"changes() needs the baseline RunResult, got {type(baseline).__name__}")
+        theirs = manifest_tasks(baseline._manifest)
+        pairs = []
+        for task, variant in mine:
+            same = [k for k in ((task, variant), (task, "")) if k in theirs]
+            pairs.append(((task, variant), same[0] if same else next((k for k in theirs if k[0] == task), None)))
+        found = suite_changes(mine, theirs, new_name=self.title, old_name=baseline.title, pairs=pairs)
+        for task in dict.fromkeys(k[0] for k in theirs):
+            if task not in {k[0] for k in mine} and task in set(baseline.task_ids):
+                found.changes.append(Change(task, "", "(task)", "present", "removed"))
+        return found
 
     def compare(self, **options: Any) -> go.Figure:
         """The default Plotly comparison: metric by model with 95% intervals (`evalnb.plots.compare`)."""
         from evalnb.plots import compare
 
-        return compare(self.metrics, **options)
+        fig = compare(self._variants.candidates(self._metrics_table().drop(columns="n_clusters")), **options)
+        if self._variants:  # every model under every variant: say so in the title
+            title = str(fig.layout.title.text or "")
+            shown = f"{len(self.models)} model(s) × {len(self._variants.names)} variants"
+            fig.update_layout(title_text=title.rsplit(" (", 1)[0] + f" ({shown})")
+        return fig
 
     # ---- judge calls and costs (`judging.JudgeCosts`) ------------------------------------------
     @property
@@ -641,7 +784,7 @@ class RunResult:
 
         One row per call, in sample order; a batch grader's calls have sample_index <NA>.
         """
-        return self._judging.judge_calls
+        return self._variants.split(self._judging.judge_calls)
 
     @property
     def costs(self) -> pd.DataFrame:
@@ -650,7 +793,7 @@ class RunResult:
         or ``judge`` (its samples' grader calls, costed at the judge's price), and ``pairwise
         judge`` for the run's pairwise judge calls (``model`` is then the pair, "a vs b"); see
         `evalnb.results.costs.costs_frame`."""
-        return self._judging.costs
+        return self._variants.split(self._judging.costs)
 
     @property
     def cost_usd(self) -> float:
@@ -797,7 +940,7 @@ class RunResult:
 
         fields = ["task_id", "model", "cached", "output_text", "usage", "cost_usd"]
         store, run_id = self._store, self._run_id
-        return cost_columns(page for task in self.task_ids for model in self.models  # in run order
+        return cost_columns(page for task in self._slots for model in self.models  # in run order
                             for page in store.column_pages(run_id, fields, task_id=task, model=model))
 
     # ---- the report (`report_views.Report`) -----------------------------------------------------
@@ -866,25 +1009,41 @@ class RunResult:
                 suite = Suite.from_dict(self._manifest, base_dir=base_dir)
             except Exception:  # noqa: BLE001 - browsing works without the suite's few-shot view
                 suite = None
-        frame = self._judging.with_judge_calls(self._one_epoch(epoch))
+        frame = self._variants.candidates(self._judging.with_judge_calls(self._one_epoch(epoch, slots=True)))
+        chosen = self._chosen_candidates(models) if models is not None or not self._variants else self.candidates
         if baseline is None:
-            return browse(frame, suite=suite, filter=filter, models=models, **view)
-        from evalnb.results.diff import changed_items
-
+            intro = self.changes().html() if self._variants and len(self._variants.names) > 1 else None
+            return browse(frame, suite=suite, filter=filter, models=chosen, intro=intro, **view)
         if not isinstance(baseline, RunResult):
             raise TypeError(f"baseline must be a RunResult, got {type(baseline).__name__}")
+        import html
+
         import pandas as pd
 
-        chosen = models if models is not None else [m for m in self.models if m in set(baseline.models)]
-        before = baseline._one_epoch(epoch if epoch is not None and epoch < baseline.epochs else None)
+        chosen = [m for m in chosen or self.candidates if m in set(baseline.candidates)]
+        before = baseline._variants.candidates(baseline._one_epoch(
+            epoch if epoch is not None and epoch < baseline.epochs else None))
         before = before.assign(model=before["model"].map(lambda m: f"{m} (baseline)"))
         both = pd.concat([before, frame], ignore_index=True)
         order = [label for m in chosen for label in (f"{m} (baseline)", m)]
-        changed = changed_items(self.scores, baseline.scores)
-        return browse(both, suite=suite, filter=filter or "changed", models=order, changed=changed, **view)
+        changed = self.changed_items(baseline)
+        intro = (f"<div>this run: <b>{html.escape(self.title)}</b> &middot; baseline: "
+                 f"<b>{html.escape(baseline.title)}</b></div>" + self.changes(baseline).html())
+        return browse(both, suite=suite, filter=filter or "changed", models=order, changed=changed, intro=intro,
+                      **view)
 
-    def _one_epoch(self, epoch: int | None) -> pd.DataFrame:
-        frame = self.samples
+    def _chosen_candidates(self, models: list[str] | None) -> list[str] | None:
+        """``browse(models=...)``: model labels (each with all its variants) or "model · variant" names."""
+        if models is None or not self._variants:
+            return models
+        from evalnb.results.variant_views import candidate_label
+
+        return [c for m in models for c in ([m] if m in self.candidates else
+                                             [candidate_label(m, v) for v in self._variants.names])]
+
+    def _one_epoch(self, epoch: int | None, *, slots: bool = False) -> pd.DataFrame:
+        """`samples` of one epoch (all of them for a run of one); ``slots``: task ids as stored (variants unsplit)."""
+        frame = self._frame[0] if slots else self.samples
         if epoch is None and self.epochs == 1:
             return frame
         epoch = 0 if epoch is None else epoch
@@ -894,6 +1053,13 @@ class RunResult:
 
 
 def _as_given(task_id: str | Iterable[str] | None, tasks: list[str]) -> str | list[str] | None:
+    """``task_id`` as the comparison tables take it: None, the one id as given, or the checked list."""
+    if task_id is not None and tasks and isinstance(task_id, str) and task_id not in tasks:
+        return tasks  # a task's own id in a run with variants: its slots
+    return _given(task_id, tasks)
+
+
+def _given(task_id: str | Iterable[str] | None, tasks: list[str]) -> str | list[str] | None:
     """``task_id`` as the comparison tables take it: None, the one id as given, or the checked list."""
     return task_id if task_id is None or isinstance(task_id, str) else tasks
 

@@ -51,6 +51,7 @@ def run(
     executor: Any = "local",
     judge_generation: Any = None,
     max_cost_usd: float | None = None,
+    variants: dict[str, Any] | None = None,
 ) -> "RunResult":
     """Run `suite` against `models` (`evalnb.Model`s) and return the result; works in scripts and in Jupyter.
 
@@ -67,7 +68,12 @@ def run(
     neutral defined"), ``executor`` (``"local"``, the default: this process makes the calls;
     ``"ray"`` or ``evalnb.RayExecutor(num_workers=..., concurrency_per_worker=...,
     resources=...)``: Ray workers make the calls and grade, this process plans the run and
-    writes the store; ``concurrency`` is then per worker). All but ``progress``, ``store`` and
+    writes the store; ``concurrency`` is then per worker), ``variants`` (prompt variants run side
+    by side: ``{"plain": {}, "defined": {"prompt_template": "..."}}``, each a dict of task fields
+    to override — ``prompt_template``, ``target_template``, ``description``, ``fewshot``,
+    ``output_extraction``, ``generation``, ``instructions`` — for every task, or
+    ``{"tasks": {task_id: {...}}}`` for some; every model runs under every variant, and
+    ``samples``/``metrics`` gain a ``variant`` column; see docs/variants.md). All but ``progress``, ``store`` and
     ``name`` are stored with the run; `resume` uses them (the name is stored as the run's name).
     Interrupting (Ctrl-C, the notebook's interrupt button) saves every finished sample, marks
     the run ``cancelled`` and then raises KeyboardInterrupt (its message and ``.run_id`` name
@@ -84,6 +90,7 @@ def run(
         judge_model=judge_model, embedding_model=embedding_model, grader_concurrency=grader_concurrency,
         metadata=metadata, reuse=reuse, allow_network=allow_network, progress=progress, store=store, epochs=epochs,
         name=name, executor=executor, judge_generation=judge_generation, max_cost_usd=max_cost_usd,
+        variants=variants,
     )))
 
 
@@ -124,6 +131,7 @@ async def arun(
     executor: Any = "local",
     judge_generation: Any = None,
     max_cost_usd: float | None = None,
+    variants: dict[str, Any] | None = None,
 ) -> "RunResult":
     """The async form of `run`: ``result = await evalnb.arun(suite, models=[...])``.
 
@@ -152,6 +160,7 @@ async def arun(
         executor=executor,
         judge_generation=judge_generation,
         max_cost_usd=max_cost_usd,
+        variants=variants,
     )
     check_keys(plan)
     await check_suite_first(plan)

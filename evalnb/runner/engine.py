@@ -184,11 +184,16 @@ class RunEngine:
         # no key variables: resume() rebuilds the models from this
         # a name given now labels the run, also one this run continues
         named = {} if plan.name is None else {"name": plan.name}
-        summary = store.scrub({
+        summary = {
             "base_dir": base_dir,
             "models": [model_record(m) for m in plan.models],
             "options": plan.stored_options(),
-        })
+        }
+        if plan.variants is not None:  # the suite as given (what `changes` and a resume read) and the slots
+            base = plan.base_suite
+            store.save_suite(base.version, base.to_dict())
+            summary["variants"] = {**plan.variants.record(), "base_version": base.version}
+        summary = store.scrub(summary)
         # signed with this user's secret: a resume sends keys only to models this evalnb recorded
         store.update_run(self.run_id, summary=sign_run(self.run_id, suite.version, summary), **named)
         self.progress.run_id = self.run_id
@@ -513,10 +518,15 @@ class RunEngine:
                         units = await asyncio.to_thread(next, stretches, None)
                         if units is None:
                             break
-                        await executor.submit(units)
+                        twins, planner.twins = planner.twins, []
+                        for twin in twins:  # answered by an identical request's outcome (`runner.twins`)
+                            self.context.hold_twin(twin)
+                        if units:
+                            await executor.submit(units)
                 finally:
                     stretches.close()
         await executor.drain()
+        self.context.twins_never_answered()
 
 
 KEEP_ITEMS = 100_000  # a task with at most this many items keeps them from the survey to the work pass

@@ -24,7 +24,7 @@ from typing import Any
 
 from evalnb.runner.unit import Unit
 
-CALL, KEEP, COPY, CACHED = 0, 1, 2, 3
+CALL, KEEP, COPY, CACHED, TWIN = 0, 1, 2, 3, 4  # TWIN: an earlier task of the run sends this request (`twins`)
 CHUNK = 1000  # items per stretch: a few store queries each
 
 
@@ -82,6 +82,10 @@ class Planner:
         }
         self.decisions: dict[tuple[str, str, int], bytearray] = {}
         self._labels = [m.label for m in plan.models]
+        # prompt variants: request keys some task of this run already calls; the same request of a
+        # later task (a variant that changes nothing there) waits for that call (`runner.twins`)
+        self._claimed: set[str] | None = set() if getattr(plan, "variants", None) is not None else None
+        self.twins: list[Unit] = []  # twins of the last stretch `work` gave: the engine takes them
 
     def key(self, label: str, prompt: str, epoch: int, task_id: str | None = None) -> str:
         from evalnb.store import epoch_request_key
@@ -170,6 +174,16 @@ class Planner:
                 for key in self.store.cached_keys(wanted, run_id=self.cache_run):
                     for d, j in wanted[key]:
                         d[j] = CACHED
+        if self._claimed is not None:
+            claimed = self._claimed
+            for (label, epoch), d in dec.items():
+                for j in range(n):
+                    if d[j] == CALL:
+                        key = self.key(label, key_text(chunk[j]), epoch, task_id)
+                        if key in claimed:
+                            d[j] = TWIN
+                        else:
+                            claimed.add(key)
         for (label, epoch), d in dec.items():
             self.decisions[(task_id, label, epoch)].extend(d)
 
@@ -207,7 +221,10 @@ class Planner:
                 i = item.index
                 for model, d in rows:
                     code = d[i] if i < len(d) else CALL
-                    if code == CALL or code == CACHED:
+                    if code == TWIN:
+                        self.twins.append(Unit(task_id, item, model, self.key(model.label, key_text(item), epoch,
+                                                                              task_id), epoch))
+                    elif code == CALL or code == CACHED:
                         unit = Unit(task_id, item, model, self.key(model.label, key_text(item), epoch, task_id), epoch)
                         units.append(unit)
                         if code == CACHED:
@@ -216,7 +233,7 @@ class Planner:
                 found = self.store.lookup_outputs([u.key for u in cached], run_id=self.cache_run)
                 for unit in cached:
                     unit.output = found.get(unit.key)  # gone since the survey (never, in practice): call
-            if units:
+            if units or self.twins:
                 yield units
 
 

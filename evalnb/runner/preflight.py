@@ -108,20 +108,25 @@ def estimate(
     max_samples: int | None = None,
     epochs: int = 1,
     items: dict[str, list[Any]] | None = None,
+    variants: dict[str, Any] | None = None,
 ) -> Estimate:
     """Count what ``evalnb.run(suite, models, ...)`` with these options would send.
 
     Returns an `Estimate`: ``.table`` (task_id, model, calls, input_tokens, max_output_tokens,
     max_cost_usd, max_cost_usd_batch, max_judge_calls), ``.calls``, ``.input_tokens``,
     ``.max_cost_usd``, ``.max_cost_usd_batch`` and ``.summary()``. ``items`` (task id -> Items already built, e.g. by the preview) skips
-    building them again.
+    building them again. ``variants`` as in `evalnb.run`: one row per (task, model, variant),
+    with a ``variant`` column (each variant's own prompts are counted).
     """
     import pandas as pd
 
     from evalnb.providers.pricing import batch_price, estimate_tokens, worst_case_cost
     from evalnb.runner.run_plan import make_plan
 
-    plan = make_plan(suite, models, generation=generation, task_ids=task_ids, max_samples=max_samples, epochs=epochs)
+    plan = make_plan(suite, models, generation=generation, task_ids=task_ids, max_samples=max_samples, epochs=epochs,
+                     variants=variants)
+    if plan.variants is not None:
+        suite = plan.suite  # one task per (task, variant)
     gen = plan.generation
     max_out = gen.get("max_output_tokens")
     instructions = estimate_tokens(gen.get("instructions")) if isinstance(gen.get("instructions"), str) else 0
@@ -156,6 +161,12 @@ def estimate(
                           "max_judge_calls": "int64", "priced": "bool"})
     table["max_output_tokens"] = pd.array(table["max_output_tokens"].tolist(), dtype="Int64")
     table["judge_calls"] = pd.array(table["judge_calls"].tolist(), dtype="Int64")
+    if plan.variants is not None:
+        from evalnb.suite.variants import split_slot
+
+        pairs = [split_slot(t) for t in table["task_id"]]
+        table["task_id"] = [t for t, _ in pairs]
+        table.insert(2, "variant", [v for _, v in pairs])
     return Estimate(table, notes)
 
 

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from evalnb.runner.twins import Twins
 from evalnb.runner.unit import ModelRequest, Output, Unit
 from evalnb.sample import Sample
 
@@ -47,6 +48,8 @@ class RunContext:
         self._max_out = gen.get("max_output_tokens")
         self._instructions = gen.get("instructions") if isinstance(gen.get("instructions"), str) else None
         self._extracting: set[asyncio.Task] = set()  # extractions running off the loop
+        # prompt variants: units whose identical request another unit of the run sends (`runner.twins`)
+        self._twins = Twins() if getattr(plan, "variants", None) is not None else None
 
     # ---- what a unit asks ---------------------------------------------------------------------
     def request(self, unit: Unit) -> ModelRequest:
@@ -154,6 +157,7 @@ class RunContext:
         mp.cost_usd += cost or 0.0
         self._writer.put_outputs([output])
         self._extract(unit, self._generated(unit, output, reused=False))
+        self._settle_twins(unit, "output", output)
 
     async def _held(self) -> None:
         """Wait for the background pandas import if the server answers fast.
@@ -211,6 +215,7 @@ class RunContext:
         if retryable is not None:
             error["retryable"] = bool(retryable)
         self._grading.record(sample, error=error)
+        self._settle_twins(unit, "failed", {"message": message, "status": status, "retryable": retryable})
 
     def _count_failure(self, unit: Unit, status: int | None, message: str) -> None:
         """A call made here failed: failures that hit every call of the model stop it
@@ -224,6 +229,7 @@ class RunContext:
     def not_run(self, unit: Unit, reason: str) -> None:
         """`unit` is not called (its model or task was stopped): stored as not run, with why."""
         self._grading.not_run(self.sample(unit), reason)
+        self._settle_twins(unit, "not_run", reason)
 
     def generated(self, unit: Unit, output: Output | dict) -> Sample:
         """A call the executor made elsewhere: price, charge and cache `output`, count it, and
@@ -237,7 +243,9 @@ class RunContext:
         self._progress.model(unit.model.label).cost_usd += cost or 0.0
         self._budget.add(cost)
         self._writer.put_outputs([output])
-        return self._generated(unit, output, reused=False)
+        sample = self._generated(unit, output, reused=False)
+        self._settle_twins(unit, "output", output)
+        return sample
 
     def reused(self, unit: Unit) -> Sample:
         """`unit.output` (the cache's answer) as a `Sample`, not extracted or graded yet."""
@@ -258,6 +266,44 @@ class RunContext:
             done.append(sample)
         if done:
             self._writer.add_samples(done)
+        if self._twins is not None:  # a call made elsewhere that failed: its twins fail alike
+            for sample, error, _graded in results:
+                if isinstance(error, dict) and error.get("stage") == "generation" and sample.request_key:
+                    self._twins_failed(sample.request_key, {"message": str(error.get("message")),
+                                                             "status": error.get("status"),
+                                                             "retryable": error.get("retryable")})
+
+    # ---- twins: identical requests of two candidates, sent once (`runner.twins`) -----------------
+    def hold_twin(self, unit: Unit) -> None:
+        """`unit` sends what another unit of the run sends: it takes that unit's outcome (the engine's side)."""
+        assert self._twins is not None
+        outcome = self._twins.hold(unit)
+        if outcome is not None:
+            self._answer_twin(unit, *outcome)
+
+    def twins_never_answered(self) -> None:
+        """After the executor is done: twins whose request was never made are stored as not run."""
+        if self._twins is not None:
+            for unit in self._twins.leftover():
+                self.not_run(unit, "not run: the identical request of another variant was not made")
+
+    def _settle_twins(self, unit: Unit, kind: str, value: Any) -> None:
+        if self._twins is not None:
+            for twin in self._twins.settle(unit.key, kind, value):
+                self._answer_twin(twin, kind, value)
+
+    def _twins_failed(self, key: str, error: dict) -> None:
+        for twin in self._twins.settle(key, "failed", error) if self._twins is not None else ():
+            self._answer_twin(twin, "failed", error)
+
+    def _answer_twin(self, unit: Unit, kind: str, value: Any) -> None:
+        if kind == "output":
+            unit.output = value
+            self.answered(unit)  # from the store: this candidate's sample costs nothing
+        elif kind == "failed":
+            self.fail(unit, value["message"], status=value.get("status"), retryable=value.get("retryable"))
+        else:
+            self.not_run(unit, value)
 
     def judge_called(self, label: str | None, call: dict) -> None:
         """A grader's model call made by the executor (with its cost): counted for `label`."""

@@ -44,24 +44,37 @@ class RunPlan:
     executor: Any = "local"  # "local", "ray", "batch" or an executor object: where the calls are made
     judge_generation: dict[str, Any] = field(default_factory=dict)  # defaults of graders' model calls
     max_cost_usd: float | None = None  # the run's budget: no call starts that could pass it
+    # prompt variants (`suite.variants`): `suite` is then the expanded suite (one task per
+    # (task, variant) slot) and `task_ids` its slots; `base_suite` is the suite as given
+    variants: Any = None
+    base_suite: Any = None
+
+    @property
+    def base_task_ids(self) -> list[str]:
+        """The run's tasks as the user named them (its slots' tasks, with variants)."""
+        if self.variants is None:
+            return list(self.task_ids)
+        return list(dict.fromkeys(self.variants.slots[s][0] for s in self.task_ids))
 
     def stored_options(self) -> dict[str, Any]:
         """Every option that shapes this run, as JSON (no keys): what `resume` runs with again."""
         return {
             "generation": self.generation,
-            "task_ids": None if self.all_tasks else self.task_ids,
+            "task_ids": None if self.all_tasks else self.base_task_ids,
             "max_samples": self.max_samples,
             "concurrency": self.concurrency,
             "grader_concurrency": self.grader_concurrency,
             "metadata": self.metadata,
             "reuse": self.reuse,
             "epochs": self.epochs,
-            "allow_network": sorted(self.network_tasks),
+            "allow_network": sorted({self.variants.slots[t][0] for t in self.network_tasks} if self.variants
+                                    else self.network_tasks),
             "judge_model": model_record(self.judge_model) if self.judge_model else None,
             "embedding_model": model_record(self.embedding_model) if self.embedding_model else None,
             "executor": executor_record(self.executor),
             "judge_generation": self.judge_generation,
             "max_cost_usd": self.max_cost_usd,
+            **({"variants": self.variants.overrides} if self.variants is not None else {}),
         }
 
     @property
@@ -113,6 +126,7 @@ def make_plan(
     executor: Any = "local",
     judge_generation: Any = None,
     max_cost_usd: float | None = None,
+    variants: Any = None,
 ) -> RunPlan:
     from evalnb.runner.executors.registry import check_executor
     from evalnb.suite.generation import Generation
@@ -143,6 +157,9 @@ def make_plan(
         raise ValueError(f"grader_concurrency must be a positive integer or None, got {grader_concurrency!r}")
     if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= MAX_EPOCHS:
         raise ValueError(f"epochs must be an integer from 1 to {MAX_EPOCHS} (how often each item is asked), got {epochs!r}")
+    from evalnb.suite.variants import resolve_variants
+
+    resolved = resolve_variants(suite, variants)  # ManifestError naming the variant and field
     known = [t.id for t in suite.tasks]
     if task_ids is None:
         chosen, all_tasks = known, True
@@ -182,6 +199,11 @@ def make_plan(
         if unknown:
             raise ValueError(f"allow_network: unknown task(s) {unknown}; the suite has {known}")
         network_tasks = frozenset(allow_network) & frozenset(chosen)
+    base_suite = suite
+    if resolved is not None:  # the runner sees one ordinary task per (task, variant)
+        _check_variant_names(resolved.names, [m.label for m in model_list])
+        suite, chosen = resolved.suite, resolved.slot_ids(chosen)
+        network_tasks = frozenset(resolved.slot_ids(sorted(network_tasks)))
     return RunPlan(
         suite=suite,
         models=model_list,
@@ -201,7 +223,20 @@ def make_plan(
         executor=runner,
         judge_generation=judge_gen,
         max_cost_usd=budget,
+        variants=resolved,
+        base_suite=base_suite,
     )
+
+
+def _check_variant_names(variants: list[str], labels: list[str]) -> None:
+    """A variant named like a model would make ``result.paired(name, ...)`` ambiguous: refused."""
+    from evalnb.errors import ManifestError
+
+    both = [v for v in variants if v in labels]
+    if both:
+        raise ManifestError([{"loc": f"variants[{v!r}]", "type": "value_error",
+                              "msg": f"{v!r} is both a variant name and a model label; rename one (paired({v!r}, ...) "
+                                     "would not know which is meant)"} for v in both])
 
 
 def _warn_unsent(models: list[Model], gen: dict[str, Any]) -> None:

@@ -59,7 +59,10 @@ def stored_suite(store: Any, record: dict[str, Any], *, foreign: bool, allow_pat
     from evalnb.suite import Suite
     from evalnb.suite.paths import paths_outside
 
-    manifest = store.get_suite(record["suite_version"])
+    # a run with prompt variants stored its expanded suite (one task per variant) and the suite as
+    # given: the plan expands the latter again
+    variants = (record.get("summary") or {}).get("variants") or {}
+    manifest = store.get_suite(variants.get("base_version") or record["suite_version"])
     base_dir = (record.get("summary") or {}).get("base_dir")
     if not foreign or allow_paths_outside:
         return Suite.from_dict(manifest, base_dir=base_dir)

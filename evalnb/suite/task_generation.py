@@ -33,6 +33,7 @@ class TaskGeneration(ManifestModel):
     stop: Stop | None = None
     until: Stop | None = Field(default=None, exclude=True, repr=False)
     do_sample: bool | None = None
+    instructions: str | None = None  # the system text (a prompt variant's ``instructions``)
 
     @classmethod
     def _fill_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ def browse(
     task_id: str | None = None,
     page_size: int = 5,
     static_pages: int | None = 3,
+    intro: str | None = None,
 ) -> "BrowseWidget":
     """A widget paging through ``samples_df``, ``page_size`` (task, sample_index) items a page.
 
@@ -56,9 +57,12 @@ def browse(
     metrics and shows prompts with few-shot examples boxed. ``task_id``: only that task's items.
     ``static_pages``: how many pages (from the current one) the static face holds, for exports
     and viewers without JavaScript; ``None`` for all of them (a line says how many are left out).
+    ``intro``: HTML shown above the pages (already escaped: e.g. what changed in the suite).
+    Where the samples of an item were sent different prompts (two runs, two variants), each
+    prompt is shown with its words inserted and deleted against the first one marked.
     """
     return BrowseWidget(samples_df, suite=suite, filter=filter, models=models, changed=changed,
-                        task_id=task_id, page_size=page_size, static_pages=static_pages)
+                        task_id=task_id, page_size=page_size, static_pages=static_pages, intro=intro)
 
 
 def metric_columns(frame: Any, declared: tuple[str, ...] = ()) -> list[str]:
@@ -124,7 +128,9 @@ class BrowseWidget:
         task_id: str | None = None,
         page_size: int = 5,
         static_pages: int | None = 3,
+        intro: str | None = None,
     ) -> None:
+        self.intro = intro or ""
         self.page_size = _positive("page_size", page_size)
         self.static_pages = None if static_pages is None else _positive("static_pages", static_pages)
         if not (hasattr(samples_df, "columns") and hasattr(samples_df, "to_dict")):
@@ -234,7 +240,7 @@ class BrowseWidget:
         first = self.page_number
         last = self.page_count if self.static_pages is None else min(self.page_count, first + self.static_pages)
         shown = [p for n in range(first, last) for p in self.page_items(n)]
-        parts = [self._summary_html(shown)]
+        parts = [self.intro, self._summary_html(shown)] if self.intro else [self._summary_html(shown)]
         parts += [self._item_view(p) for p in shown]
         if not self.pages:
             parts.append(self.page_html.value)
@@ -290,7 +296,8 @@ class BrowseWidget:
         self.slider = w.IntSlider(min=0, max=0, value=0, description="page", continuous_update=False)
         self.title_html, self.page_html = w.HTML(), w.HTML()
         nav = w.HBox([self.filter_select, self.prev_button, self.slider, self.next_button])
-        self.widget = w.VBox([nav, self.title_html, self.page_html])
+        self.widget = w.VBox([w.HTML(self.intro), nav, self.title_html, self.page_html] if self.intro
+                             else [nav, self.title_html, self.page_html])
         self.filter_select.observe(self._on_filter, names="value")
         self.slider.observe(self._on_slider, names="value")
         self.prev_button.on_click(lambda _: (self.prev(), self._update_face()))
@@ -342,9 +349,18 @@ class BrowseWidget:
         return f"<div class='evalnb-item'>{title}{self._page_view(page)}</div>"
 
     def _page_view(self, page: Page) -> str:
-        prompt = next((s.get("prompt") for s in page.samples if s.get("prompt") is not None), None)
+        prompts: dict[str, list[str]] = {}  # each distinct prompt -> the samples (models) sent it
+        for s in page.samples:
+            if s.get("prompt") is not None:
+                prompts.setdefault(s["prompt"], []).append(str(s["model"]))
+        prompt = next(iter(prompts), None)
         target = next((s.get("target") for s in page.samples if s.get("target") is not None), None)
-        parts = [h.heading("Prompt"), self._prompt_view(page, prompt)]
+        if len(prompts) > 1:  # two runs or two variants sent different prompts: each, the change marked
+            parts = [h.heading("Prompts (words inserted [+…+] and deleted [-…-] against the first)")]
+            for text, labels in prompts.items():
+                parts.append(h.prompt_change(", ".join(labels), prompt, text))
+        else:
+            parts = [h.heading("Prompt"), self._prompt_view(page, prompt)]
         parts += [h.heading("Target"), h.box("target", h.pre(target)) if target is not None else h.note("none")]
         metrics = [m for m in self.metrics if any(s.get(m) is not None for s in page.samples)]
         rows: list[tuple[str, list[str]]] = [

@@ -63,6 +63,14 @@ def box(label: str, inner_html: str, kind: str = "plain", *, css_class: str = ""
     )
 
 
+def prompt_change(label: str, first: str | None, text: str) -> str:
+    """A prompt boxed under `label`, its words against `first` marked (inserted/deleted, readable without colour)."""
+    from evalnb.textdiff import word_diff_html
+
+    body = esc(text) if first is None or text == first else word_diff_html(first, text)
+    return box(label, f'<pre style="{_PRE}">{body}</pre>')
+
+
 def heading(text: str) -> str:
     return f'<div style="font-weight:600;margin:8px 0 2px">{esc(text)}</div>'
 

@@ -87,7 +87,8 @@ def test_diff_at_another_confidence_and_in_words(two_runs):
     row = after.diff(before, confidence=0.8).set_index("model").loc["flaky"]
     half = sps.t.ppf(0.9, N - 1) * d.std(ddof=1) / math.sqrt(N)
     assert row.ci_high - row.mean_diff == pytest.approx(half, rel=1e-10)
-    words = verdicts(after.diff(before)).set_index("comparison").loc["flaky: this run − baseline"]
+    # the runs are named as a reader meets them: name first (none here), then the id
+    words = verdicts(after.diff(before)).set_index("comparison").loc[f"flaky: {after.run_id} − {before.run_id}"]
     assert words.verdict == "not shown"  # +0.20 with 5 fixed and 1 broken: McNemar p = 0.22
     assert words.n_needed == evalnb.stats.sample_size(0.2, d.std(ddof=1))
     assert "could not be told from noise" in words.text and f"about {words.n_needed} items" in words.text
@@ -95,9 +96,9 @@ def test_diff_at_another_confidence_and_in_words(two_runs):
 
 def test_verdicts_for_an_unchanged_model_say_so_quietly(two_runs):
     before, after, _ = two_runs
-    words = verdicts(after.diff(before)).set_index("comparison").loc["good: this run − baseline"]
+    words = verdicts(after.diff(before)).set_index("comparison").loc[f"good: {after.run_id} − {before.run_id}"]
     assert words.verdict == "no difference"
-    assert words.text == f"good: this run − baseline on t (score): no difference; all {N} items scored the same in both."
+    assert words.text == f"good: {after.run_id} − {before.run_id} on t (score): no difference; all {N} items scored the same in both."
     assert "noise" not in words.text and "0.000" not in words.text and pd.isna(words.n_needed)
 
 

@@ -366,7 +366,7 @@ def _worker_config(ctx: RunContext, concurrency: int) -> dict[str, Any]:
     variable); the key goes only into the worker's model clients, never into its sandboxes.
     """
     plan = ctx.plan
-    suite = plan.suite
+    suite = plan.base_suite if plan.variants is not None else plan.suite  # workers resolve the variants again
 
     def with_key(model: Any) -> Any:
         if model is None:
@@ -392,4 +392,5 @@ def _worker_config(ctx: RunContext, concurrency: int) -> dict[str, Any]:
         "grader_concurrency": plan.grader_concurrency,
         "network_tasks": sorted(plan.network_tasks),
         "run_id": ctx.run_id,
+        "variants": plan.variants.overrides if plan.variants is not None else None,
     }

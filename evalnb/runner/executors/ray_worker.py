@@ -50,6 +50,10 @@ class ShardWorker:
         cfg = self.config
         concurrency = cfg["concurrency"]
         suite = Suite.from_dict(cfg["manifest"], base_dir=cfg["base_dir"])
+        if cfg.get("variants"):  # one task per (task, variant), as the driver planned them
+            from evalnb.suite.variants import resolve_variants
+
+            suite = resolve_variants(suite, cfg["variants"]).suite
         self.generation = cfg["generation"]
         self.http_pool = ClientPool(max_connections=concurrency * max(1, len(cfg["models"])))
         self.pool = SandboxPool(cfg["grader_concurrency"])
