@@ -79,7 +79,7 @@ class RunContext:
         from evalnb.runner.loglikelihood_call import continuation_pairs
 
         item = unit.item
-        return continuation_pairs(spec, item.prompt, item.target, item.continuations)
+        return continuation_pairs(spec, item.prompt, item.target, item.continuations, item.contexts)
 
     def sample(self, unit: Unit, output: Output | dict | None = None) -> Sample:
         """A new `Sample` for `unit`: the planned fields, and the generation fields of `output`."""

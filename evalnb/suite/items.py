@@ -48,6 +48,8 @@ class Item:
     description: str = ""  # the task's description (an evalnb extension), before everything else
     # what a log-likelihood task scores (prompt + each continuation); None for generation tasks
     continuations: tuple[str, ...] | None = None
+    # a multiple-input item (winogrande): each context after the prompt, with the one continuation
+    contexts: tuple[str, ...] | None = None
 
     def as_grader_item(self) -> dict[str, Any]:
         """The `item` dict a grader receives (SPEC Decisions: row fields + rendered fields)."""
@@ -56,6 +58,8 @@ class Item:
         item["prompt"] = self.prompt
         if self.continuations is not None:
             item["continuations"] = list(self.continuations)
+        if self.contexts is not None:
+            item["contexts"] = list(self.contexts)
         # A task without choices leaves a row's own `choices` in place, as templates do (and
         # as evalnb.scoring.grading.make_item does).
         if self.choices is not None or "choices" not in item:
@@ -185,6 +189,7 @@ def iter_items(
             missing_field=lacks_field(row),
             description=description,
             continuations=item_continuations(task, row),
+            contexts=item_contexts(task, row),
         )
 
 
@@ -214,6 +219,24 @@ def item_continuations(task: "Task", row: dict) -> tuple[str, ...] | None:
             f"task {task.id!r}: loglikelihood.continuations: {spec.continuations!r} must be a list of "
             f"strings (found {type(value).__name__})"
         )
+    return tuple(value)
+
+
+def item_contexts(task: "Task", row: dict) -> tuple[str, ...] | None:
+    """A multiple-input item's contexts (``loglikelihood.contexts``: a row path to a list of
+    strings; a missing or null value: the item has one context, its prompt)."""
+    spec = task.loglikelihood
+    if spec is None or spec.contexts is None:
+        return None
+    try:
+        value = field_value(row, spec.contexts)
+    except KeyError:
+        return None
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"task {task.id!r}: loglikelihood.contexts: {spec.contexts!r} must be a non-empty list of "
+                         f"strings (found {type(value).__name__})")
     return tuple(value)
 
 

@@ -75,6 +75,18 @@ def _pile(split: str, n: int) -> list[dict]:
             for i in range(n)]
 
 
+def _nq_open(split: str, n: int) -> list[dict]:
+    return [{"question": f"who wrote the {split} song number {i}", "answer": [f"Ann Lee {i}", "the Beatles"]}
+            for i in range(n)]
+
+
+def _unscramble(split: str, n: int) -> list[dict]:
+    words = ["garden", "lantern", "harbour", "meadow", "kettle"]
+    return [{"context": f"Please unscramble the letters into a word, and write that word:\n"
+                        f"{words[i % 5][0]}{words[i % 5][2:0:-1]}{words[i % 5][3:]} =",
+             "completion": f" {words[i % 5]}"} for i in range(n)]
+
+
 DATASETS = {
     "arc_easy": ("allenai/ai2_arc", {"ARC-Easy": {"train": _arc("train", 6), "validation": _arc("validation", 4),
                                                    "test": _arc("test", 5)}}),
@@ -87,5 +99,8 @@ DATASETS = {
                                                              "validation": _triviaqa("validation", 4)}}),
     "lambada_openai": ("EleutherAI/lambada_openai", {"default": {"test": _lambada("test", 6)}}),
     "pile_arxiv": ("EleutherAI/pile", {"pile_arxiv": {"train": _pile("train", 4)}}),
+    "nq_open": ("google-research-datasets/nq_open", {None: {"train": _nq_open("train", 5),
+                                                              "validation": _nq_open("validation", 4)}}),
+    "anagrams1": ("EleutherAI/unscramble", {"mid_word_1_anagrams": {"validation": _unscramble("validation", 4)}}),
     "truthfulqa_mc1": ("truthfulqa/truthful_qa", {"multiple_choice": {"validation": _truthfulqa("validation", 4)}}),
 }

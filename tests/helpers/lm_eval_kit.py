@@ -54,13 +54,18 @@ def lm_eval_task(task_name: str, folder: Path, num_fewshot: int, seed: int | Non
 
 
 def lm_eval_requests(task_name: str, folder: Path, num_fewshot: int) -> list[dict[str, Any]]:
-    """Per evaluated doc, in order: lm-eval's context, continuations and the doc itself."""
+    """Per evaluated doc, in order: lm-eval's context (a list of them for a multiple-input
+    task), continuations and the doc itself."""
     task = lm_eval_task(task_name, folder, num_fewshot)
     task.build_all_requests()
     docs: dict[int, dict[str, Any]] = {}
     for inst in task.instances:
         entry = docs.setdefault(inst.doc_id, {"doc": inst.doc, "context": inst.arguments[0], "continuations": []})
-        assert entry["context"] == inst.arguments[0]
+        if task.multiple_input:  # winogrande: one context per choice, listed
+            entry["context"] = (entry["context"] if isinstance(entry["context"], list) and inst.idx else [])
+            entry["context"].append(inst.arguments[0])
+        else:
+            assert entry["context"] == inst.arguments[0]
         if inst.request_type == "loglikelihood":
             entry["continuations"].append(inst.arguments[1])
         else:

@@ -1,0 +1,179 @@
+"""Every context shape scored as lm-eval's `local-completions` scores it, to the last digit.
+
+Against one LocalModelServer with ``bpe_spaces=True`` (whitespace split as GPT-2's
+pre-tokenizer splits it, so a context ending in whitespace does not end on a token boundary)
+lm-eval 0.4.13 runs its own tasks (remote tokenizer, token ids) and evalnb runs the imported
+ones; every choice's summed log-probability and is_greedy and every acc must be equal:
+
+- an empty context (blimp: ``doc_to_text: ""``): lm-eval conditions on the prefix token
+  (BOS, else EOS) and scores the whole continuation; evalnb reads the token from
+  ``/tokenizer_info`` and does the same;
+- a context ending in whitespace (lambada_openai rows with a double space before the last
+  word, a local task whose prompt ends in a space): lm-eval moves the whitespace into the
+  continuation and scores it;
+- multiple inputs (winogrande: one context per choice, one continuation, acc over contexts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+
+import pytest
+
+pytest.importorskip("lm_eval")
+pytest.importorskip("tenacity")
+
+from helpers.lm_eval_kit import lm_eval_task, mirror  # noqa: E402
+
+import evalnb  # noqa: E402
+from evalnb import Suite  # noqa: E402
+from evalnb.errors import LmEvalImportError  # noqa: E402
+from evalnb.providers import Model  # noqa: E402
+from evalnb.testing import LocalModelServer  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("evalnb_home")
+
+
+def model(before: str, token: str) -> float:
+    """Log-probabilities in [-4, 0] from a hash of the recent text and the token (is_greedy varies)."""
+    digest = hashlib.blake2b(f"{before[-48:]}\x00{token}".encode(), digest_size=4).digest()
+    return -(int.from_bytes(digest, "little") % 4001) / 1000
+
+
+def _blimp(n: int) -> list[dict]:
+    return [{"sentence_good": f"Who should Derek hug {i} after shocking Richard?",
+             "sentence_bad": f"Who should Derek hug {i} Richard after shocking?", "field": "syntax",
+             "linguistics_term": "island_effects", "UID": "adjunct_island", "simple_LM_method": True,
+             "one_prefix_method": False, "two_prefix_method": False, "lexically_identical": True,
+             "pair_id": i} for i in range(n)]
+
+
+def _winogrande(split: str, n: int) -> list[dict]:
+    names = [("Sarah", "Maria"), ("the cup", "the table"), ("Tom", "Kevin")]
+    return [{"sentence": f"{names[i % 3][0]} gave {names[i % 3][1]} a book because _ was done reading {i}.",
+             "option1": names[i % 3][0], "option2": names[i % 3][1], "answer": "1" if i % 2 else "2"}
+            for i in range(n)]
+
+
+def _lambada(n: int) -> list[dict]:
+    words = ["kettle", "garden", "river", "lantern"]
+    return [{"text": f"She walked {i} miles and at last{'  ' if i % 2 else ' '}she saw the "
+                     f"{'' if i % 3 else ' '}{words[i % 4]}"} for i in range(n)]
+
+
+DATA = {
+    "blimp_adjunct_island": ("nyu-mll/blimp", {"adjunct_island": {"train": _blimp(6)}}),
+    "winogrande": ("allenai/winogrande", {"winogrande_xl": {"train": _winogrande("train", 4),
+                                                            "validation": _winogrande("validation", 6)}}),
+    "lambada_openai": ("EleutherAI/lambada_openai", {"default": {"test": _lambada(6)}}),
+}
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("hf")
+    # folder names of their own: the datasets library caches a local folder by its name
+    return {task: str(mirror(root, "shapes/" + task, DATA[task][1])) for task in DATA}
+
+
+def _compare(oracle: dict, result, tasks: list[str]) -> int:
+    """Every sample's log-likelihoods, is_greedy and acc equal lm-eval's; returns choices compared."""
+    compared = 0
+    for task in tasks:
+        samples = result.samples[result.samples.task_id == task].sort_values("sample_index")
+        theirs = sorted(oracle["samples"][task], key=lambda s: s["doc_id"])
+        assert len(samples) == len(theirs) > 0, task
+        assert samples.error.isna().all(), samples.error.tolist()
+        for (_, sample), want in zip(samples.iterrows(), theirs):
+            got = json.loads(sample.output_text)
+            assert got["loglikelihoods"] == [ll for ll, _ in want["filtered_resps"]], (task, sample.sample_index)
+            assert got["is_greedy"] == [g for _, g in want["filtered_resps"]], (task, sample.sample_index)
+            assert sample.acc == want["acc"], (task, sample.sample_index)
+            compared += len(got["loglikelihoods"])
+        metrics = result.metrics[result.metrics.task_id == task].set_index("metric")["mean"]
+        assert metrics["acc"] == pytest.approx(oracle["results"][task]["acc,none"], abs=1e-12), task
+    return compared
+
+
+def _run_both(tasks: dict, suite: Suite) -> tuple[dict, object, LocalModelServer]:
+    from lm_eval import evaluator
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    with LocalModelServer(token_logprobs=model, bpe_spaces=True) as server:
+        lm = LocalCompletionsAPI(base_url=f"{server.base_url}/completions", model=server.model,
+                                 tokenizer_backend="remote", num_concurrent=1, max_retries=1)
+        oracle = evaluator.evaluate(lm=lm, task_dict=tasks, log_samples=True, bootstrap_iters=0, verbosity="ERROR")
+        result = evalnb.run(suite, [Model(server.model, base_url=server.base_url, api="completions")])
+    return oracle, result, server
+
+
+@pytest.mark.parametrize("task", list(DATA))
+def test_each_shape_scores_as_lm_evals_local_completions(task: str, folders: dict[str, str]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        suite = Suite.from_lm_eval(task, num_fewshot=0, dataset_paths={DATA[task][0]: folders[task]})
+    oracle, result, server = _run_both({task: lm_eval_task(task, folders[task], 0)}, suite)
+    assert _compare(oracle, result, [task]) >= 6
+    if task == "blimp_adjunct_island":  # conditioned on the prefix token, read once from /tokenizer_info
+        assert server.calls("/tokenizer_info") >= 2
+        assert all(p.startswith("<|endoftext|>") for r in server.requests[-1:] for p in r.body["prompt"])
+    if task == "winogrande":
+        item = suite.items(task)[0]
+        assert item.prompt == "" and len(item.contexts) == 2 and len(item.continuations) == 1
+    if task == "lambada_openai":
+        assert any(i.prompt.endswith(" ") for i in suite.items(task))  # the shape is there
+
+
+def test_a_prompt_ending_in_a_space_and_a_few_shot_multiple_input_task(tmp_path, folders) -> None:
+    """A local task whose prompt ends in a space (as leaderboard_gpqa's and french_bench's do)
+    and winogrande with 2 examples written into the config (first_n: the same for both)."""
+    import yaml
+
+    rows = [{"q": f"Is {i} even?", "label": i % 2} for i in range(5)]
+    folder = mirror(tmp_path, "local/spaced", {None: {"test": rows}})
+    config = {"task": "spaced", "dataset_path": "local/spaced", "test_split": "test", "output_type": "multiple_choice",
+              "doc_to_text": "Question: {{q}}\nAnswer: ", "doc_to_choice": ["yes", "no"], "doc_to_target": "label",
+              "target_delimiter": "", "metric_list": [{"metric": "acc"}, {"metric": "acc_norm"}]}
+    path = tmp_path / "spaced.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    suite = Suite.from_lm_eval(str(path), dataset_paths={"local/spaced": str(folder)})
+
+    from lm_eval.api.task import ConfigurableTask
+
+    oracle, result, _ = _run_both({"spaced": ConfigurableTask(config={**config, "dataset_path": str(folder)})}, suite)
+    assert _compare(oracle, result, ["spaced"]) == 10
+    assert suite.items("spaced")[0].prompt.endswith("Answer: ")
+
+
+def test_multiple_input_few_shot_prompts_equal_lm_evals(folders) -> None:
+    from helpers.lm_eval_kit import lm_eval_requests
+
+    suite = Suite.from_lm_eval("winogrande", num_fewshot=2, dataset_paths={DATA["winogrande"][0]: folders["winogrande"]})
+    items = suite.items("winogrande")
+    oracle = lm_eval_requests("winogrande", folders["winogrande"], 2)
+    assert len(items) == len(oracle) == 6
+    pool = set()  # each training doc as lm-eval renders a shot: its gold context, the target, the delimiter
+    for row in _winogrande("train", 4):
+        blank = row["sentence"].index("_")
+        pool.add(f"{row['sentence'][:blank]}{row['option' + row['answer']]} {row['sentence'][blank + 1:].strip()}\n\n")
+    for item, want in zip(items, oracle):
+        # lm-eval's default sampler draws other examples; each of ours is a pool doc rendered as lm-eval renders it
+        assert len(item.fewshot) == 2 and {s.text for s in item.fewshot} <= pool
+        assert [item.prompt + c for c in item.contexts][0].endswith(want["context"][0].split("\n\n")[-1])
+    zero = Suite.from_lm_eval("winogrande", num_fewshot=0, dataset_paths={DATA["winogrande"][0]: folders["winogrande"]})
+    for item, want in zip(zero.items("winogrande"), lm_eval_requests("winogrande", folders["winogrande"], 0)):
+        assert [item.prompt + c for c in item.contexts] == want["context"]
+        assert list(item.continuations) * 2 == want["continuations"]
+
+
+def test_a_multiple_input_shape_that_cannot_be_scored_is_refused_at_import(tmp_path) -> None:
+    import yaml
+
+    config = {"task": "odd", "dataset_path": "x/y", "test_split": "test", "output_type": "generate_until",
+              "doc_to_text": 0, "doc_to_target": "a"}
+    path = tmp_path / "odd.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    with pytest.raises(LmEvalImportError, match="'odd'.*doc_to_text is a choice index"):
+        Suite.from_lm_eval(str(path))
