@@ -8,6 +8,7 @@ requests from that folder and returns, per doc, its context, continuations and t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -18,8 +19,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def mirror(root: Path, name: str, configs: dict[str | None, dict[str, list[dict]]]) -> Path:
-    """A local dataset folder; a config named None is ``default``."""
-    folder = root / name.replace("/", "__")
+    """A local dataset folder; a config named None is ``default``.
+
+    The folder's name carries a hash of the rows: the datasets library caches a local folder
+    by its name, config and file names, not by its content, so two tests writing different
+    rows under one name would read each other's."""
+    digest = hashlib.sha256(json.dumps(configs, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    folder = root / f"{name.replace('/', '__')}-{digest}"
     lines = ["---", "configs:"]
     for config, splits in configs.items():
         config_name = config or "default"
