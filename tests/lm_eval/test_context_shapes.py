@@ -25,6 +25,7 @@ import pytest
 pytest.importorskip("lm_eval")
 pytest.importorskip("tenacity")
 
+from helpers.lm_eval_data import blimp, spaced_lambada, winogrande  # noqa: E402
 from helpers.lm_eval_kit import lm_eval_task, mirror  # noqa: E402
 
 import evalnb  # noqa: E402
@@ -42,32 +43,11 @@ def model(before: str, token: str) -> float:
     return -(int.from_bytes(digest, "little") % 4001) / 1000
 
 
-def _blimp(n: int) -> list[dict]:
-    return [{"sentence_good": f"Who should Derek hug {i} after shocking Richard?",
-             "sentence_bad": f"Who should Derek hug {i} Richard after shocking?", "field": "syntax",
-             "linguistics_term": "island_effects", "UID": "adjunct_island", "simple_LM_method": True,
-             "one_prefix_method": False, "two_prefix_method": False, "lexically_identical": True,
-             "pair_id": i} for i in range(n)]
-
-
-def _winogrande(split: str, n: int) -> list[dict]:
-    names = [("Sarah", "Maria"), ("the cup", "the table"), ("Tom", "Kevin")]
-    return [{"sentence": f"{names[i % 3][0]} gave {names[i % 3][1]} a book because _ was done reading {i}.",
-             "option1": names[i % 3][0], "option2": names[i % 3][1], "answer": "1" if i % 2 else "2"}
-            for i in range(n)]
-
-
-def _lambada(n: int) -> list[dict]:
-    words = ["kettle", "garden", "river", "lantern"]
-    return [{"text": f"She walked {i} miles and at last{'  ' if i % 2 else ' '}she saw the "
-                     f"{'' if i % 3 else ' '}{words[i % 4]}"} for i in range(n)]
-
-
 DATA = {
-    "blimp_adjunct_island": ("nyu-mll/blimp", {"adjunct_island": {"train": _blimp(6)}}),
-    "winogrande": ("allenai/winogrande", {"winogrande_xl": {"train": _winogrande("train", 4),
-                                                            "validation": _winogrande("validation", 6)}}),
-    "lambada_openai": ("EleutherAI/lambada_openai", {"default": {"test": _lambada(6)}}),
+    "blimp_adjunct_island": ("nyu-mll/blimp", {"adjunct_island": {"train": blimp(6)}}),
+    "winogrande": ("allenai/winogrande", {"winogrande_xl": {"train": winogrande("train", 4),
+                                                            "validation": winogrande("validation", 6)}}),
+    "lambada_openai": ("EleutherAI/lambada_openai", {"default": {"test": spaced_lambada(6)}}),
 }
 
 
@@ -155,7 +135,7 @@ def test_multiple_input_few_shot_prompts_equal_lm_evals(folders) -> None:
     oracle = lm_eval_requests("winogrande", folders["winogrande"], 2)
     assert len(items) == len(oracle) == 6
     pool = set()  # each training doc as lm-eval renders a shot: its gold context, the target, the delimiter
-    for row in _winogrande("train", 4):
+    for row in winogrande("train", 4):
         blank = row["sentence"].index("_")
         pool.add(f"{row['sentence'][:blank]}{row['option' + row['answer']]} {row['sentence'][blank + 1:].strip()}\n\n")
     for item, want in zip(items, oracle):

@@ -22,6 +22,7 @@ pytest.importorskip("sacrebleu")
 pytest.importorskip("rouge_score")
 pytest.importorskip("sklearn")
 
+from helpers.lm_eval_data import EN, QUESTIONS, truthfulqa_gen, wmt16  # noqa: E402
 from helpers.lm_eval_kit import lm_eval_task, mirror  # noqa: E402
 
 import evalnb  # noqa: E402
@@ -31,25 +32,9 @@ from evalnb.testing import LocalModelServer  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("evalnb_home")
 
-EN = ["The house is small.", "I like green tea very much.", "Where is the station?", "The cat sleeps on the mat.",
-      "We will meet tomorrow at noon.", "This book is old but good."]
-DE = ["Das Haus ist klein.", "Ich mag grünen Tee sehr.", "Wo ist der Bahnhof?", "Die Katze schläft auf der Matte.",
-      "Wir treffen uns morgen um zwölf.", "Dieses Buch ist alt, aber gut."]
 # what the stand-in model answers: exact, close and wrong translations
 ANSWERS = [" Das Haus ist klein.", " Ich mag Tee sehr.", " Wo ist Bahnhof", " Der Hund schläft.",
            " Wir treffen uns morgen um zwölf.", " Dieses Buch ist gut."]
-QUESTIONS = ["What color is the sky", "How many legs does a spider have", "Who wrote Hamlet", "What is 2+2"]
-
-
-def _truthfulqa(n: int) -> list[dict]:
-    return [{"type": "Adversarial", "category": "Misc", "question": QUESTIONS[i] + "?",
-             "best_answer": ["Blue", "Eight", "Shakespeare", "Four"][i],
-             "correct_answers": [["The sky is blue", "Blue"], ["A spider has eight legs"], ["William Shakespeare"],
-                                 ["2+2 is 4", "Four"]][i],
-             "incorrect_answers": [["The sky is green"], ["Six legs"], ["Marlowe wrote it"], ["Five"]][i],
-             "source": "made-up"} for i in range(n)]
-
-
 def _run_both(tasks: dict, suite: Suite, responder=None, **server_args):
     from lm_eval import evaluator
     from lm_eval.models.openai_completions import LocalCompletionsAPI
@@ -69,7 +54,7 @@ def _metrics(result, task: str) -> dict[str, float]:
 
 
 def test_corpus_bleu_ter_chrf_equal_lm_evals(tmp_path) -> None:
-    rows = [{"translation": {"de": de, "en": en}} for en, de in zip(EN, DE)]
+    rows = wmt16("de-en")
     folder = str(mirror(tmp_path, "metrics/wmt16", {"de-en": {"train": rows[:2], "validation": rows[:2],
                                                                 "test": rows}}))
     with warnings.catch_warnings():
@@ -86,7 +71,7 @@ def test_corpus_bleu_ter_chrf_equal_lm_evals(tmp_path) -> None:
 
 
 def test_a_custom_process_results_with_bleu_and_rouge_equals_lm_evals(tmp_path) -> None:
-    folder = str(mirror(tmp_path, "metrics/truthful_qa", {"generation": {"validation": _truthfulqa(4)}}))
+    folder = str(mirror(tmp_path, "metrics/truthful_qa", {"generation": {"validation": truthfulqa_gen(4)}}))
     suite = Suite.from_lm_eval("truthfulqa_gen", dataset_paths={"truthfulqa/truthful_qa": folder})
     answers = {"sky": " The sky is blue.", "spider": " Six legs.", "Hamlet": " I have no comment.", "2+2": " Four"}
     oracle, result = _run_both({"truthfulqa_gen": lm_eval_task("truthfulqa_gen", folder, 0)}, suite,
