@@ -1,7 +1,7 @@
 """lm-eval parity at scale: registry tasks of every shape, run by lm-eval's own
 ``local-completions`` model and by evalnb against one server, compared per task.
 
-33 registry tasks, 0-shot, on small local datasets in each task's real schema (the row makers
+32 registry tasks, 0-shot, on small local datasets in each task's real schema (the row makers
 in ``tests/helpers/lm_eval_data.py``): multiple choice (arc, mmlu subtasks, hellaswag, boolq,
 piqa, sciq, openbookqa, copa, truthfulqa_mc1), empty contexts (blimp), multiple inputs
 (winogrande), contexts ending in whitespace (lambada_openai with double spaces), perplexity
@@ -195,7 +195,10 @@ def _bodies(server, before: int) -> tuple[dict, dict]:
 
 def _compare(task: str, suite, result, oracle: dict, bodies) -> dict:
     samples = result.samples[result.samples.task_id == task].sort_values("sample_index")
-    theirs = sorted(oracle["samples"][task], key=lambda s: s["doc_id"])
+    firsts = {}  # lm-eval logs a doc once per filter pipeline: one per doc
+    for entry in oracle["samples"][task]:
+        firsts.setdefault(entry["doc_id"], entry)
+    theirs = [firsts[k] for k in sorted(firsts)]
     row = {"task": task, "shape": SAMPLE[task][0], "docs": len(theirs), "evalnb_docs": len(samples),
            "errors": int(samples.error.notna().sum())}
     ll = ll_equal = greedy_equal = gen = gen_equal = 0
@@ -224,7 +227,10 @@ def _compare(task: str, suite, result, oracle: dict, bodies) -> dict:
         compared += 1
         if ours_key in metrics.index and abs(float(metrics[ours_key]) - float(value)) <= 1e-9:
             equal += 1
+        if len(row.setdefault("values", [])) < 2:
+            row["values"].append(f"{ours_key} {float(value):.4g}")
     row.update(metrics=compared, metrics_equal=equal)
+    row["values"] = ", ".join(row.get("values", []))
     return row
 
 
@@ -236,7 +242,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = run(args)
     head = ("task", "shape", "docs", "choices", "loglik_equal", "greedy_equal", "bodies", "bodies_equal",
-            "metrics", "metrics_equal", "errors")
+            "metrics", "metrics_equal", "errors", "values")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in rows:

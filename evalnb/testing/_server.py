@@ -96,6 +96,7 @@ class LocalModelServer:
     ``bpe_spaces=True`` splits whitespace as GPT-2's pre-tokenizer does (``"a  b"`` ->
     ``"a", " ", " b"``; ``"\\nQ"`` -> ``"\\n", "Q"``), so a context ending in whitespace does
     not end on a token boundary of context + continuation, as with a real BPE tokenizer.
+    ``tokenizer_api=False`` plays a server without vLLM's tokenizer endpoints (404).
     ``echo_logprobs=False`` plays a server
     that cannot echo them (llama.cpp's ``llama-server``): the prompt is not echoed and
     ``logprobs`` is null.
@@ -133,6 +134,7 @@ class LocalModelServer:
         echo_logprobs: bool = True,
         byte_fallback: bool = False,
         bpe_spaces: bool = False,
+        tokenizer_api: bool = True,
     ):
         if responder is not None and not callable(responder) and not isinstance(responder, Mapping):
             raise TypeError("responder must be a dict of prompt substring -> answer, or a callable")
@@ -150,6 +152,7 @@ class LocalModelServer:
         self._token_logprob = logprobs.logprob_function(token_logprobs)
         self.vocab = Vocabulary(byte_fallback, bpe_spaces)  # token ids of /tokenize and token-id prompts, first seen first
         self.echo_logprobs = echo_logprobs
+        self.tokenizer_api = tokenizer_api
         self._responder = dict(responder) if isinstance(responder, Mapping) else responder
         self._pass_path = callable(responder) and _takes_two_args(responder)
         self.default = default
@@ -410,7 +413,7 @@ class LocalModelServer:
     ) -> tuple[int | None, bytes, dict[str, str]]:
         if BatchBook.serves(req.path):
             return self.batches_book.handle(req.method, req.path, req.headers, req.body)
-        if tokenize_api.serves(req.path):
+        if tokenize_api.serves(req.path) and self.tokenizer_api:
             status, reply = tokenize_api.answer(req.method, req.path, None if bad_json else body, self.vocab)
             return status, _json(reply), {}
         if (req.method, req.path) not in _ROUTES:

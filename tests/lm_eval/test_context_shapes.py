@@ -157,3 +157,25 @@ def test_a_multiple_input_shape_that_cannot_be_scored_is_refused_at_import(tmp_p
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     with pytest.raises(LmEvalImportError, match="'odd'.*doc_to_text is a choice index"):
         Suite.from_lm_eval(str(path))
+
+
+def test_an_empty_context_on_a_server_without_tokenizer_info_is_a_clear_error(folders) -> None:
+    suite = Suite.from_lm_eval("blimp_adjunct_island", dataset_paths={DATA["blimp_adjunct_island"][0]:
+                                                                       folders["blimp_adjunct_island"]})
+    with LocalModelServer(token_logprobs=model, tokenizer_api=False) as server:
+        result = evalnb.run(suite, [Model(server.model, base_url=server.base_url, api="completions")])
+        scored = [r for r in server.requests if r.path == "/v1/completions" and r.body["prompt"] != ["The sky is blue"]]
+    assert scored == []  # nothing was scored without the prefix token
+    assert len(result.samples) == 6
+    assert result.samples.error.str.contains("tokenizer_info").all()
+    assert result.samples.error.str.contains("empty context").all()
+
+
+def test_contexts_are_for_multiple_choice_only() -> None:
+    from evalnb.errors import ManifestError
+
+    task = {"id": "t", "dataset": {"rows": [{"q": "a"}]}, "prompt_template": "{{q}}", "target_template": "x",
+            "grader": {"type": "exact_match"},
+            "loglikelihood": {"type": "loglikelihood", "continuations": "q", "contexts": "q"}}
+    with pytest.raises(ManifestError, match=r"loglikelihood\.contexts: contexts are for type 'multiple_choice' only"):
+        Suite.from_dict({"tasks": [task]})

@@ -135,3 +135,16 @@ def test_f1_mcc_brier_and_a_function_aggregation_equal_lm_evals(tmp_path) -> Non
     weighted = _metrics(result, "binary_weighted")["f1"]
     assert weighted == pytest.approx(oracle["results"]["binary_weighted"]["f1,none"], abs=1e-12)
     assert weighted != ours["f1"]  # the task's own aggregation ran, not the built-in one
+
+
+@pytest.mark.parametrize(("metrics", "message"), [
+    ("  - metric: f1\n    aggregation: mean\n", r"metric 'f1' gives a \(gold, answer\) pair per doc, which aggregation 'mean'"),
+    ("  - metric: rouge\n", r"metric 'rouge' is not supported for multiple_choice"),
+    ("  - metric: acc\n    aggregation: geometric\n", r"metric 'acc': aggregation 'geometric' is not supported"),
+])
+def test_a_metric_lm_eval_cannot_aggregate_is_refused_at_import(tmp_path, metrics: str, message: str) -> None:
+    from evalnb.errors import LmEvalImportError
+
+    (tmp_path / "bad.yaml").write_text(YAML.format(task="bad", metrics=metrics), encoding="utf-8")
+    with pytest.raises(LmEvalImportError, match=r"lm-eval task 'bad': " + message):
+        Suite.from_lm_eval(str(tmp_path / "bad.yaml"))
