@@ -20,17 +20,22 @@ in), which adds an ``lm_eval`` field to each row; the manifest's templates only 
   written into the config (``fewshot_config.samples``, a list or a ``!function``) are rendered
   by the preprocessor and put, with the description, before the question (``first_n``: the
   same block for every row, exactly lm-eval's; default sampler: a deterministic draw per row).
-- **Scoring**: ``multiple_choice`` -> ``loglikelihood: {type: multiple_choice}`` with
-  ``acc``/``acc_norm``/``acc_bytes``/``exact_match``; ``generate_until`` -> a ``qa`` task whose
-  grader runs each ``filter_list`` pipeline and ``exact_match``, with ``generation_kwargs`` as
-  the task's own ``generation`` block. ``repeats: N`` (self-consistency, ``majority_vote``)
-  -> a batch grader over each item's first N epochs; evalnb has no per-task epochs, so the
-  import warns to run with ``epochs=N`` and the grader says so when items lack answers.
+- **Scoring**: ``multiple_choice`` -> ``loglikelihood: {type: multiple_choice}`` (with
+  ``contexts`` for multiple-input docs: winogrande), ``generate_until`` -> a ``qa`` task whose
+  grader runs each ``filter_list`` pipeline, with ``generation_kwargs`` as the task's own
+  ``generation`` block and lm-eval's defaults (greedy, 256 tokens, seed 1234) as its
+  ``defaults``. Metrics are lm-eval's, aggregated as it aggregates them
+  (`evalnb.suite.lm_eval_aggregations`): means per sample, corpus ``bleu``/``chrf``/``ter``,
+  ``f1``/``mcc``/``brier_score`` and ``!function`` aggregations over the task, a custom
+  ``process_results`` run in the sandbox. ``repeats: N`` (self-consistency,
+  ``majority_vote``) -> a batch grader over each item's first N epochs; evalnb has no
+  per-task epochs, so the import warns to run with ``epochs=N`` and the grader says so when
+  items lack answers.
 
 What does not map raises `LmEvalImportError` naming the task and the field: Python class
-tasks, ``custom_dataset``, promptsource ``use_prompt``, images/audio, multiple-input tasks,
-samplers other than ``default``/``first_n``, and metrics or
-filters the grader does not implement.
+tasks, ``custom_dataset``, promptsource ``use_prompt``, images/audio, samplers other than
+``default``/``first_n``, and metrics, aggregations or filters the grader does not implement
+(or that lm-eval itself could not aggregate).
 """
 
 from __future__ import annotations
@@ -116,9 +121,9 @@ def import_task(
                                 f"not multiple_choice with doc_to_choice; lm-eval cannot score it either")
     if config.get("dataset_path") is None:
         raise LmEvalImportError(f"{where}: dataset_path is missing")
-    process_results = config.get("process_results")
-    if process_results is not None and not _is_hook(process_results):
-        raise LmEvalImportError(f"{where}: process_results must be a !function hook (found {process_results!r})")
+    if config.get("process_results") is not None and not _is_hook(config["process_results"]):
+        raise LmEvalImportError(f"{where}: process_results must be a !function hook "
+                                f"(found {config['process_results']!r})")
 
     count = num_fewshot if num_fewshot is not None else (config.get("num_fewshot") or 0)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
@@ -156,20 +161,8 @@ def import_task(
                                    "seed": FEWSHOT_SEED}
     elif count:
         task["fewshot"] = _fewshot(config, fewshot_cfg, count, test_split, dataset, dataset_paths or {}, where)
-    metrics = _metrics(config, output_type, where)
-    filters = _filters(config, output_type, where)
-    repeats = _repeats(config, output_type, filters, where)
-    if repeats > 1 and (process_results is not None or any(m["metric"] != "exact_match" for m in metrics)):
-        raise LmEvalImportError(f"{where}: repeats {repeats} is supported with exact_match only")
     task["preprocess"] = {"type": "python", "contract": "batch", "source": _runtime_source(runtime, modules)}
-    per_sample = (output_type in ("multiple_choice", "generate_until") and repeats == 1 and process_results is None
-                  and all(_aggregation(m) == "mean" for m in metrics))
-    grading = {"output_type": output_type, "metrics": metrics, "filters": filters, "task": name,
-               "repeats": repeats, "process_results": process_results}
-    task["grader"] = {"type": "python", "contract": "sample" if per_sample else "batch",
-                      "source": _grader_source(grading, modules)}
-    task["metrics"] = [{"id": metric_id, "higher_is_better": better} for metric_id, better in
-                       _metric_ids(metrics, filters, output_type)]
+    task["grader"], task["metrics"], repeats = _scoring(config, output_type, name, modules, where)
     if output_type == "multiple_choice":
         task["loglikelihood"] = {"type": "multiple_choice", "continuations": "lm_eval.continuations",
                                  "contexts": "lm_eval.contexts"}
@@ -187,6 +180,27 @@ def import_task(
                       f"per-task epochs: run it with evalnb.run(..., epochs={repeats}), or its grader reports "
                       "that the items lack answers", stacklevel=2)
     return task
+
+
+def _scoring(config: dict[str, Any], output_type: str, name: str, modules: dict[str, str],
+             where: str) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """The task's grader, its metric list and its ``repeats``: a per-sample grader when every
+    metric is a mean of numbers, else a batch grader aggregating as lm-eval does."""
+    process_results = config.get("process_results")
+    metrics = _metrics(config, output_type, where)
+    filters = _filters(config, output_type, where)
+    repeats = _repeats(config, output_type, filters, where)
+    if repeats > 1 and (process_results is not None or any(m["metric"] != "exact_match" for m in metrics)):
+        raise LmEvalImportError(f"{where}: repeats {repeats} is supported with exact_match only")
+    per_sample = (output_type in ("multiple_choice", "generate_until") and repeats == 1 and process_results is None
+                  and all(_aggregation(m) == "mean" for m in metrics))
+    grading = {"output_type": output_type, "metrics": metrics, "filters": filters, "task": name,
+               "repeats": repeats, "process_results": process_results}
+    grader = {"type": "python", "contract": "sample" if per_sample else "batch",
+              "source": _grader_source(grading, modules)}
+    ids = [{"id": metric_id, "higher_is_better": better} for metric_id, better in
+           _metric_ids(metrics, filters, output_type)]
+    return grader, ids, repeats
 
 
 _GENERATION_KEYS = ("until", "max_gen_toks", "temperature", "top_p", "top_k", "do_sample")
