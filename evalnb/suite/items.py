@@ -178,32 +178,36 @@ def iter_items(
                 sep = fewshot.separator
                 prompt = sep.join(s.text for s in shots) + sep + question
         description = render_template(task.description, row, choices) if task.description else ""
+        target = render_template(target_template, row, choices)
         yield Item(
             index=index,
             row=row,
             prompt=description + prompt,
-            target=render_template(target_template, row, choices),
+            target=target,
             choices=choices,
             fewshot=shots,
             question=question,
             missing_field=lacks_field(row),
             description=description,
-            continuations=item_continuations(task, row),
+            continuations=item_continuations(task, row, target),
             contexts=item_contexts(task, row),
         )
 
 
-def item_continuations(task: "Task", row: dict) -> tuple[str, ...] | None:
+def item_continuations(task: "Task", row: dict, target: str = "") -> tuple[str, ...] | None:
     """A log-likelihood task's continuations for one row (None for a generation task).
 
     ``loglikelihood.continuations`` names a row field (a list of strings, or one string);
     without it a multiple-choice task uses its ``choices``, each after ``delimiter``. A
-    rolling (perplexity) task scores its target and has none. A missing or malformed field is
-    an error naming the task and the field.
+    rolling (perplexity) task scores its target: that is its one continuation (so the item's
+    request key tells two texts apart). A missing or malformed field is an error naming the
+    task and the field.
     """
     spec = task.loglikelihood
-    if spec is None or spec.type == "loglikelihood_rolling":
+    if spec is None:
         return None
+    if spec.type == "loglikelihood_rolling":
+        return (target,)
     if spec.continuations is None:
         return tuple(spec.delimiter + choice for choice in task.choices or ())
     try:

@@ -179,3 +179,20 @@ def test_contexts_are_for_multiple_choice_only() -> None:
             "loglikelihood": {"type": "loglikelihood", "continuations": "q", "contexts": "q"}}
     with pytest.raises(ManifestError, match=r"loglikelihood\.contexts: contexts are for type 'multiple_choice' only"):
         Suite.from_dict({"tasks": [task]})
+
+
+def test_a_second_run_of_a_rolling_task_reads_each_texts_own_cached_answer(tmp_path) -> None:
+    """Rolling items all have the empty prompt; their request keys differ by the scored text, so
+    the output cache gives each text its own log-likelihood (not the first text's for all)."""
+    from helpers.lm_eval_data import DATASETS
+
+    path, configs = DATASETS["pile_arxiv"]
+    suite = Suite.from_lm_eval("pile_arxiv", dataset_paths={path: str(mirror(tmp_path, path, configs))})
+    with LocalModelServer(token_logprobs=model) as server:
+        runs = [evalnb.run(suite, [Model(server.model, base_url=server.base_url, api="completions")])
+                for _ in range(2)]
+        scored = [r for r in server.requests if r.path == "/v1/completions" and r.body["prompt"] != ["The sky is blue"]]
+    first, second = (r.samples.sort_values("sample_index").output_text.tolist() for r in runs)
+    assert len(scored) == len(first) == 4  # the second run asked nothing: every answer came from the cache
+    assert second == first and len(set(first)) == 4
+    assert runs[1].metrics.set_index("metric")["mean"].to_dict() == runs[0].metrics.set_index("metric")["mean"].to_dict()
