@@ -171,7 +171,7 @@ class ShardWorker:
         for (task_id, label), members in groups.items():
             _, grader, choices = self.tasks[task_id]
             samples, items = [], []
-            for result, (uid, _t, _l, epoch, index, key, prompt, target, row, _o, _c) in members:
+            for result, (uid, _t, _l, epoch, index, key, prompt, target, row, _o, _c, _x) in members:
                 output = result["_output"]
                 sample = Sample(task_id, label, index, epoch, prompt, None, target, row, request_key=key,
                                 output_text=output.get("output_text"), response_id=output.get("response_id"),
