@@ -384,7 +384,7 @@ def _keys():
 
 
 def _aggregation(metric):
-    agg = metric.get("aggregation", DEFAULT_AGGREGATION.get(_metric_name(metric), "mean"))
+    agg = metric.get("aggregation") or DEFAULT_AGGREGATION.get(_metric_name(metric), "mean")
     return hook(agg) if isinstance(agg, dict) else agg
 
 

@@ -196,3 +196,23 @@ def test_a_second_run_of_a_rolling_task_reads_each_texts_own_cached_answer(tmp_p
     assert len(scored) == len(first) == 4  # the second run asked nothing: every answer came from the cache
     assert second == first and len(set(first)) == 4
     assert runs[1].metrics.set_index("metric")["mean"].to_dict() == runs[0].metrics.set_index("metric")["mean"].to_dict()
+
+
+def test_in_provider_batches_an_empty_context_is_conditioned_as_in_a_live_run(folders, tmp_path) -> None:
+    from evalnb.store import Store
+
+    suite = Suite.from_lm_eval("blimp_adjunct_island", dataset_paths={DATA["blimp_adjunct_island"][0]:
+                                                                       folders["blimp_adjunct_island"]})
+    compared = ["sample_index", "status", "output_text", "acc"]
+    with LocalModelServer(token_logprobs=model) as server:
+        models = [Model(server.model, base_url=server.base_url, api="completions")]
+        live = evalnb.run(suite, models, progress=False, store=Store(tmp_path / "live"))
+        batched = evalnb.run(suite, models, progress=False, store=Store(tmp_path / "batch"),
+                             executor=evalnb.BatchExecutor(poll_interval=0.05))
+        lines = [json.loads(x) for b in server.batches.values()
+                 for x in server.batches_book.files[b["input_file_id"]].content.splitlines()]
+    assert batched.status == live.status == "completed"
+    assert len(lines) == 6 and all(p.startswith("<|endoftext|>") for line in lines for p in line["body"]["prompt"])
+    left = batched.samples.sort_values("sample_index")[compared].reset_index(drop=True)
+    right = live.samples.sort_values("sample_index")[compared].reset_index(drop=True)
+    assert left.equals(right)
