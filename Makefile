@@ -1,37 +1,54 @@
+# `make demo`: the quickstart notebook run end to end into shareable reports (installs the package
+# and its `notebook` extra only). `make test`: the test suite (installs the `dev` extra).
+# `make docs`: the documentation site in docs/_build/html (the `docs` extra), offline.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PIP := $(VENV)/bin/pip
+PIP := $(VENV)/bin/python -m pip -qq --disable-pip-version-check
+PYTEST := $(PY) -m pytest -p no:cacheprovider --durations=15
 
-.PHONY: test test-slow venv demo clean
+.PHONY: demo test test-slow docs venv clean
 
-$(VENV)/.installed: pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev]'
-	# rfc3987-syntax (pulled in by jupyter-events' jsonschema[format-nongpl]) compiles a Lark grammar
-	# when jsonschema is imported: 2.8 s of CPU in every Ray process (Ray imports jsonschema), which
-	# made a local Ray miss its 30 s start-up deadline on a busy 2-core machine. jsonschema skips
-	# that format check without it.
-	$(PIP) uninstall -y -q rfc3987-syntax
-	touch $@
+$(VENV)/bin/python:
+	@python3 -m venv $(VENV)
+
+# What the demo needs: the package and its notebook extra (nbconvert, nbclient, ipykernel).
+$(VENV)/.demo-installed: pyproject.toml | $(VENV)/bin/python
+	@echo "Installing evalnb and its notebook extra into $(VENV) ..."
+	@$(PIP) install --no-compile -e '.[notebook]'
+	@touch $@
+
+# rfc3987-syntax (pulled in by jupyter-events) compiles a Lark grammar whenever jsonschema is
+# imported: 2.8 s of CPU in every Ray process, enough to miss Ray's start-up deadline on a busy
+# 2-core machine; jsonschema skips that format check without it.
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	@echo "Installing evalnb with its dev extra into $(VENV) (a few minutes the first time) ..."
+	@$(PIP) install -e '.[dev]'
+	@$(PIP) uninstall -y rfc3987-syntax
+	@touch $@ $(VENV)/.demo-installed
+
+$(VENV)/.docs-installed: pyproject.toml | $(VENV)/bin/python
+	@$(PIP) install -e '.[docs]'
+	@touch $@
 
 venv: $(VENV)/.installed
 
-test: venv
-	$(PY) -m pytest -q -p no:cacheprovider
+# Per-file progress lines (not dots), the slowest tests at the end.
+test: $(VENV)/.installed
+	@$(PYTEST) -o console_output_style=count
 
-# The slow tests: a real Ray runtime (the cluster in RAY_ADDRESS, else a local one) and the
-# notebook that runs on it. .ci/run calls this after `make test`.
-test-slow: venv
-	$(PY) -m pytest -q -p no:cacheprovider -m slow
+# The slow tests: a real Ray runtime and the notebook that runs on it (.ci/run calls this too).
+test-slow: $(VENV)/.installed
+	@$(PYTEST) -o console_output_style=count -m slow
 
-# Execute notebooks/01_quickstart.ipynb end to end; write reports/quickstart.html (+ .ipynb) and
-# print the metrics table; then `evalnb report` writes the run report of the notebook's run.
-# Local stand-in models, or real ones with OPENAI_API_KEY / EVALNB_BASE_URL.
-demo: venv
-	$(PY) scripts/build_report.py
-	$(PY) -m evalnb --home reports/quickstart_home report latest -o reports/quickstart_run.html
+demo: $(VENV)/.demo-installed
+	@$(PY) scripts/build_report.py
+	@$(PY) -m evalnb --home reports/quickstart_home report latest -o reports/quickstart_run.html >/dev/null
 	@echo "notebook report: reports/quickstart.html   run report: reports/quickstart_run.html"
 
+# The documentation site, built offline without executing a notebook; warnings are errors.
+docs: $(VENV)/.docs-installed
+	@$(PY) -m sphinx -b html -q -W --keep-going docs docs/_build/html
+	@echo "documentation: docs/_build/html/index.html"
+
 clean:
-	rm -rf $(VENV) .evalnb reports
+	@rm -rf $(VENV) .evalnb reports docs/_build docs/_api docs/examples/*.ipynb

@@ -56,7 +56,7 @@ def main() -> None:
     import ray
 
     import evalnb
-    from evalnb.runner.ray_executor import RayExecutor
+    from evalnb.runner.executors.ray_driver import RayExecutor
 
     t0 = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -4,11 +4,11 @@ Tries every leaf task of the installed lm-eval's registry (``TaskManager().all_s
 against its YAML alone (no data is read: the import only maps the config), counts the tasks
 that become a valid evalnb task, and groups the failures by their reason. Run by hand:
 
-    PYTHONPATH=. .venv/bin/python benchmarks/lm_eval_registry.py [--show N] [--readme README.md]
+    PYTHONPATH=. .venv/bin/python benchmarks/lm_eval_registry.py [--show N] [--write docs/lm_eval_tasks.md]
 
-``--readme`` rewrites the block between ``<!-- lm-eval-registry:start -->`` and
+``--write FILE`` rewrites the block between ``<!-- lm-eval-registry:start -->`` and
 ``<!-- lm-eval-registry:end -->`` in that file with the numbers and the table of what does
-not map, so the README's counts are this script's output, never typed by hand.
+not map, so the counts in the docs are this script's output, never typed by hand.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def markdown(found: dict, show: int) -> str:
     total, ok = found["leaves"], found["ok"]
     types = ", ".join(f"{n:,} `{t}`" for t, n in found["by_type"].most_common())
     lines = [f"With lm-eval {version('lm_eval')} ({datetime.date.today().isoformat()}, "
-             f"`benchmarks/lm_eval_registry.py --readme README.md`): **{ok:,} of {total:,} tasks "
+             f"`benchmarks/lm_eval_registry.py --write docs/lm_eval_tasks.md`): **{ok:,} of {total:,} tasks "
              f"({ok / total:.1%}) import** ({types}); {total - ok:,} do not:", "",
              "| tasks | why not (the import's error, names and values taken out) |", "|---:|---|"]
     shown = found["failures"].most_common(show)
@@ -88,13 +88,13 @@ def rewrite(path: Path, block: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--show", type=int, default=15, help="how many failure reasons to list")
-    parser.add_argument("--readme", type=Path, help="rewrite this file's lm-eval-registry block")
+    parser.add_argument("--write", type=Path, help="rewrite this file's lm-eval-registry block (docs/lm_eval_tasks.md)")
     args = parser.parse_args()
     found = survey()
     block = markdown(found, args.show)
     print(block)
-    if args.readme:
-        rewrite(args.readme, block)
+    if args.write:
+        rewrite(args.write, block)
 
 
 if __name__ == "__main__":

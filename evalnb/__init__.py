@@ -40,8 +40,8 @@ _EXPORTS: dict[str, str] = {
     "load_run": "evalnb.runner.api",
     "estimate": "evalnb.runner.preflight",
     "RunResult": "evalnb.results.run_result",
-    "RayExecutor": "evalnb.runner.ray_executor",
-    "BatchExecutor": "evalnb.runner.batch_executor",
+    "RayExecutor": "evalnb.runner.executors.ray_driver",
+    "BatchExecutor": "evalnb.runner.executors.batch",
     "cancel": "evalnb.runner.api",
     # notebook
     "preview": "evalnb.widgets",
@@ -94,8 +94,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from evalnb.sandbox.report import sandbox_isolation
     from evalnb.results.run_result import RunResult
     from evalnb.runner.api import arun, cancel, load_run, resume, run, runs
-    from evalnb.runner.batch_executor import BatchExecutor
-    from evalnb.runner.ray_executor import RayExecutor
+    from evalnb.runner.executors.batch import BatchExecutor
+    from evalnb.runner.executors.ray_driver import RayExecutor
     from evalnb.runner.preflight import estimate
     from evalnb.suite.templates import render_template
     from evalnb.widgets import preview

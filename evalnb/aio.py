@@ -11,9 +11,11 @@ work and return a partial result instead of dying half-way.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
+import queue
 import threading
-from typing import Any, Coroutine, TypeVar
+from typing import Any, Callable, Coroutine, TypeVar
 
 T = TypeVar("T")
 
@@ -102,3 +104,36 @@ def _shutdown(loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(loop.shutdown_asyncgens())
     finally:
         loop.close()
+
+
+_lifelong: queue.SimpleQueue | None = None
+_lifelong_lock = threading.Lock()
+
+
+async def in_lifelong_thread(fn: Callable[..., T], *args: Any) -> T:
+    """Run ``fn(*args)`` in one thread that lives as long as the process; await the result.
+
+    For starting runtimes that spawn long-lived helpers (Ray's ``ray.init()``): Linux's
+    parent-death signal, which Ray gives its GCS and raylet, fires when the spawning *thread*
+    exits, so a call from `asyncio.to_thread`'s worker or a run's own thread (`run_sync` in a
+    notebook) would take those helpers down when that thread ends. The thread never exits.
+    """
+    global _lifelong
+    with _lifelong_lock:
+        if _lifelong is None:
+            _lifelong = queue.SimpleQueue()
+            threading.Thread(target=_serve_forever, args=(_lifelong,), name="evalnb-lifelong", daemon=True).start()
+    future: concurrent.futures.Future = concurrent.futures.Future()
+    _lifelong.put((future, fn, args))
+    return await asyncio.wrap_future(future)
+
+
+def _serve_forever(calls: queue.SimpleQueue) -> None:
+    while True:
+        future, fn, args = calls.get()
+        if not future.set_running_or_notify_cancel():
+            continue
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
+            future.set_exception(exc)

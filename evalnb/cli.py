@@ -60,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     saved_home = os.environ.get("EVALNB_HOME")
     if args.home is not None:
         os.environ["EVALNB_HOME"] = str(Path(args.home).expanduser())
+    _STORE_FILE[0] = Path(args.store).expanduser() if getattr(args, "store", None) else None
     try:
         return args.handler(args)
     except KeyboardInterrupt:
@@ -73,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _err(message)
         return 1
     finally:
+        _STORE_FILE[0] = None
         if saved_home is None:
             os.environ.pop("EVALNB_HOME", None)
         else:
@@ -113,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset-path", action="append", default=[], metavar="DATASET=FOLDER",
                    help="read lm-eval dataset_path DATASET from a local Hugging Face folder (repeatable)")
     p.add_argument("--limit-rows", type=_positive, help="read at most N rows per task (max_rows)")
+    p.add_argument("--allow-paths-outside", action="store_true",
+                   help="let a task's include: and !function files leave its folder (absolute, ~, ..); "
+                        "only for a task folder you trust")
     p.set_defaults(handler=cmd_import_lm_eval)
 
     p = sub.add_parser("preview", parents=[common], help="show the prompt, target and row of an item")
@@ -160,7 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "Batch API (cheaper, answers within 24h; EVALNB_BATCH_POLL_S sets how often it looks)")
     p.add_argument("--api-key-env", metavar="VAR",
                    help="read the key of every model without api_key_env= of its own from $VAR (default: "
-                        "OPENAI_API_KEY for OpenAI hosts, no key for other servers)")
+                        "OPENAI_API_KEY for OpenAI hosts, no key for other servers); only for models on one "
+                        "host: otherwise give api_key_env= per --model")
+    p.add_argument("--base-url", metavar="URL",
+                   help="server of every model without @URL or base_url= of its own (default: OpenAI)")
     p.add_argument("--name", metavar="TEXT", help='a name for the run, shown by `evalnb runs` (e.g. "v2: neutral defined")')
     p.add_argument("--no-reuse", action="store_true", help="call the models again instead of reusing stored outputs")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
@@ -177,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-failed", action="store_true",
                    help="also send again the samples that failed for their own reasons (a 400 for that prompt, "
                         "a grader error); by default only transport and provider failures and not-run samples are")
+    p.add_argument("--models-from-store", action="store_true",
+                   help="a run your evalnb did not record (someone else's store): call the models the store names, "
+                        "with the key variables it names; only for a store you trust")
+    _allow_paths_flag(p)
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if some samples failed")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.set_defaults(handler=cmd_resume)
@@ -216,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     parser.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS if suppress else None,
                         help="evalnb home folder (sets EVALNB_HOME for this command)")
+    parser.add_argument("--store", metavar="FILE", default=argparse.SUPPRESS if suppress else None,
+                        help="the store file to use instead of <home>/evalnb.sqlite (e.g. one a colleague sent)")
     parser.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS if suppress else False,
                         help="show the full traceback of an error")
 
@@ -317,7 +331,7 @@ def cmd_import_lm_eval(args: argparse.Namespace) -> int:
             raise CliError(f"--dataset-path {pair!r}: expected DATASET=FOLDER")
         paths[name] = str(Path(folder).expanduser().resolve())
     suite = Suite.from_lm_eval(list(args.tasks), num_fewshot=args.num_fewshot, dataset_paths=paths,
-                               limit_rows=args.limit_rows)
+                               limit_rows=args.limit_rows, allow_paths_outside=args.allow_paths_outside)
     data = suite.to_dict()
     out = args.output
     if out is not None:
@@ -431,7 +445,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from evalnb.runner.api import run
 
     suite = _load_suite(args.file, args.allow_paths_outside)
-    models = [_model(spec, args, "model") for spec in args.model]
+    given = [(spec, *_model_and_globals(spec, args, "model")) for spec in args.model]
+    for spec, what in ((args.judge_model, "judge_model"), (args.embedding_model, "embedding_model")):
+        if spec:
+            given.append((spec, *_model_and_globals(spec, args, what)))
+    _check_global_flags(given)
+    models = [m for _, m, _ in given[:len(args.model)]]
     judge = _model(args.judge_model, args, "judge_model") if args.judge_model else None
     embedding = _model(args.embedding_model, args, "embedding_model") if args.embedding_model else None
     prices = args.price
@@ -446,7 +465,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_samples=args.max_samples, judge_model=judge, embedding_model=embedding,
         reuse=not args.no_reuse, progress=False if args.no_progress else "text", epochs=args.epochs,
         name=args.name, judge_generation=args.judge_generation, max_cost_usd=args.max_cost_usd,
-        executor=args.executor,
+        executor=args.executor, store=_STORE_FILE[0],
     )), args)
 
 
@@ -479,7 +498,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     budget = {} if args.max_cost_usd is None else {"max_cost_usd": args.max_cost_usd}
     return _finish(_interruptible(lambda: resume(run_id, concurrency=args.concurrency, force=args.force,
                                                  progress=False if args.no_progress else "text",
-                                                 retry_failed=args.retry_failed, **budget)), args)
+                                                 retry_failed=args.retry_failed, store=_STORE_FILE[0],
+                                                 trust_stored_models=args.models_from_store,
+                                                 allow_paths_outside=args.allow_paths_outside, **budget)), args)
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -506,7 +527,7 @@ def _interruptible(start: Any) -> tuple[RunResult, BaseException | None]:
     except KeyboardInterrupt as stopped:
         if getattr(stopped, "run_id", None) is None:
             raise
-        return load_run(stopped.run_id), stopped
+        return load_run(stopped.run_id, store=_STORE_FILE[0]), stopped
 
 
 def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Namespace) -> int:
@@ -545,11 +566,17 @@ MODEL_OPTIONS = ("api", "label", "base_url", "api_key_env")  # NAME[@URL],key=va
 def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
     """``NAME[@BASE_URL][,api=chat][,label=X][,base_url=URL][,api_key_env=VAR]`` as a Model.
 
-    A bare NAME is OpenAI's (as `evalnb.Model`). The options after the first comma belong to
-    this model alone; the global ``--api`` / ``--api-key-env`` apply to the models that do not
-    set their own. So one run can compare a server's chat and Responses endpoints:
+    A bare NAME is OpenAI's (as `evalnb.Model`), or at the global ``--base-url``. The options
+    after the first comma belong to this model alone; the global ``--api`` / ``--api-key-env`` /
+    ``--base-url`` apply to the models that do not set their own (`_check_global_flags` refuses
+    them across hosts). So one run can compare a server's chat and Responses endpoints:
     ``--model m@URL,api=chat,label=m-chat --model m@URL,label=m-responses``.
     """
+    return _model_and_globals(spec, args, what)[0]
+
+
+def _model_and_globals(spec: str, args: argparse.Namespace, what: str) -> tuple[Model, set[str]]:
+    """The model of a ``--model`` spec and which global flags it takes (``api``, ``api_key_env``, ``base_url``)."""
     from dataclasses import replace
 
     from evalnb.runner.run_plan import as_model
@@ -565,10 +592,14 @@ def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
         if key in options:
             raise CliError(f"--{what.replace('_', '-')} {spec}: {key}= is given twice")
         options[key] = value.strip()
+    taken: set[str] = set()
     if "base_url" in options:
         if "@" in head:
             raise CliError(f"--{what.replace('_', '-')} {spec}: give the base URL once (NAME@URL or base_url=URL)")
         head = f"{head}@{options.pop('base_url')}"
+    elif "@" not in head and getattr(args, "base_url", None):
+        head = f"{head}@{args.base_url}"
+        taken.add("base_url")
     if options.get("api") not in (None, "responses", "chat"):
         raise CliError(f"--{what.replace('_', '-')} {spec}: api must be responses or chat, got {options['api']!r}")
     model = as_model(head, what, bare=True)
@@ -576,12 +607,37 @@ def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
     api = options.get("api") or args.api
     if api and what != "embedding_model":  # embeddings have one endpoint whatever the API
         changes["api"] = api
+        if "api" not in options:
+            taken.add("api")
     key_env = options.get("api_key_env") or args.api_key_env
     if key_env:
         changes["api_key_env"] = key_env
+        if "api_key_env" not in options:
+            taken.add("api_key_env")
     if "label" in options:
         changes["label"] = options["label"]
-    return replace(model, **changes) if changes else model
+    return (replace(model, **changes) if changes else model), taken
+
+
+def _check_global_flags(given: list[tuple[str, Model, set[str]]]) -> None:
+    """``--api``, ``--api-key-env`` and ``--base-url`` given once hold for one host only.
+
+    Applied to models on different hosts, one model's key would be sent to another's server
+    (``--model gpt-4.1-mini --model qwen@http://localhost:8000/v1 --api-key-env VLLM_API_KEY``
+    would send the vLLM key to OpenAI). Refused, with the per-model form that says it exactly.
+    """
+    from urllib.parse import urlsplit
+
+    for flag in ("api_key_env", "api", "base_url"):
+        takers = [(spec, m) for spec, m, taken in given if flag in taken]
+        hosts = {urlsplit(str(m.base_url)).netloc for _, m in takers}
+        if len(hosts) > 1:
+            option = "--" + flag.replace("_", "-")
+            raise CliError(
+                f"{option} is given once but would apply to models on {len(hosts)} hosts "
+                f"({', '.join(sorted(hosts))}): a key or setting meant for one server would go to another. "
+                f"Give it per model instead (options after a comma: {', '.join(k + '=' for k in MODEL_OPTIONS)}), "
+                "e.g. --model qwen@http://localhost:8000/v1,api=chat,api_key_env=VLLM_API_KEY,label=qwen")
 
 
 def _check_keys(models: list[Model]) -> None:
@@ -757,9 +813,16 @@ def _home() -> Path:
     return Path(os.environ.get("EVALNB_HOME") or ".evalnb").expanduser().resolve()
 
 
+_STORE_FILE: list[Path | None] = [None]  # --store FILE of the command being run
+
+
 def _open_store(required: bool = True) -> Store | None:
     from evalnb.store import Store
 
+    if _STORE_FILE[0] is not None:
+        if not _STORE_FILE[0].is_file():
+            raise CliError(f"--store {_STORE_FILE[0]}: no such file")
+        return Store(_STORE_FILE[0])
     path = _home() / "evalnb.sqlite"
     if path.is_file():
         return Store(path)

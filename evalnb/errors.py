@@ -62,3 +62,8 @@ class BudgetExhausted(EvalnbError):
 
 class LmEvalImportError(EvalnbError, ValueError):
     """An lm-eval task could not be imported: names the task (or YAML) and what does not map."""
+
+
+class ForeignRunError(EvalnbError, ValueError):
+    """A stored run this user's evalnb did not record: its models are not sent a key unless the
+    caller passes models again (``models=``) or trusts them (``trust_stored_models=True``)."""

@@ -169,7 +169,7 @@ def respond(body: dict, ask: int | None = None) -> str:
     model = str(body.get("model", ""))
     prompt = _prompt(body)
     if model == STANDIN_JUDGE:
-        return judge_verdict(prompt)
+        return pairwise_verdict(prompt) if _PAIR.search(prompt) else judge_verdict(prompt)
     profile = PROFILES.get(model, PROFILES["standin-small"])
     if (m := _last(_ARITH, prompt)) is not None:
         return _arithmetic(model, profile, int(m.group(1)), m.group(2), int(m.group(3)))
@@ -284,6 +284,30 @@ def _explain(model: str, profile: dict[str, float], question: str) -> str:
 
 
 _SCALE = re.compile(r"integer from (\d+) to (\d+)")
+_PAIR = re.compile(r"\[The Start of Assistant A's Answer\]\n(.*?)\n\[The End of Assistant A's Answer\]\s*"
+                   r"\[The Start of Assistant B's Answer\]\n(.*?)\n\[The End of Assistant B's Answer\]", re.S)
+POSITION_BIAS = 0.7  # when it cannot tell two answers apart, the stand-in judge picks the first this often
+
+
+def pairwise_verdict(prompt: str) -> str:
+    """The stand-in pairwise judge (MT-Bench's format): the good explanation beats the poor one.
+
+    Two answers of the same quality it cannot tell apart, and then, like real judges, it often
+    prefers whichever it read first (``[[A]]``, for a share `POSITION_BIAS` of such questions),
+    else calls a tie (``[[C]]``): the verdict that flips when the answers change places.
+    """
+    m = _PAIR.search(prompt)
+    question = _last(_QUESTION, prompt)
+    entry = explanations().get(question.group(1).strip()) if question else None
+    if m is None or entry is None:
+        return "I cannot compare these answers. [[C]]"
+    first, second = (int(answer.strip() == entry["good"]) for answer in (m.group(1), m.group(2)))
+    if first != second:
+        better = "A" if first > second else "B"
+        return f"Assistant {better}'s explanation names the actual mechanism; the other does not. [[{better}]]"
+    if errs(STANDIN_JUDGE, question.group(1), POSITION_BIAS, "position"):
+        return "Both explanations are similar; Assistant A's reads a little more clearly. [[A]]"
+    return "Both explanations are about equally good. [[C]]"
 
 
 def judge_verdict(prompt: str) -> str:

@@ -638,3 +638,57 @@ def test_run_with_executor_batch_at_the_batch_price_then_cancel_lists_its_batche
     code, _, err = _run(capsys, "run", suite_file, "--model", f"good@{url}", "--price", "good=1,2",
                         "--batch-discount", "2")
     assert code == 2 and "factor in (0, 1]" in err
+
+
+# ---- global flags across hosts (issue 31 item 7) ------------------------------------------------
+
+
+def test_the_readme_example_of_two_hosts_and_one_key_flag_is_refused_with_the_per_model_form(suite_file, capsys,
+                                                                                              monkeypatch):
+    monkeypatch.setenv("VLLM_API_KEY", "sk-vllm-0123456789abcdef")
+    code, out, err = _run(capsys, "run", suite_file, "--model", "gpt-4.1-mini", "--model",
+                          "qwen@http://127.0.0.1:9/v1", "--api", "chat", "--api-key-env", "VLLM_API_KEY")
+    assert code == 1 and out == ""
+    assert "--api-key-env is given once but would apply to models on 2 hosts" in err, err
+    assert "api.openai.com" in err and "127.0.0.1:9" in err
+    assert "--model qwen@http://localhost:8000/v1,api=chat,api_key_env=VLLM_API_KEY,label=qwen" in err
+
+
+@pytest.mark.parametrize("protected", [True, False], ids=["refused", "control"])
+def test_a_key_flag_given_once_never_reaches_a_second_host(suite_file, capsys, monkeypatch, protected):
+    """Two servers (two ports of 127.0.0.1: two hosts); the key meant for one must not reach the other."""
+    monkeypatch.setenv("LOCAL_KEY", "sk-local-0123456789abcdef")
+    if not protected:  # the control: without the check the flag applies to both, and the key travels
+        monkeypatch.setattr("evalnb.cli._check_global_flags", lambda given: None)
+    with LocalModelServer(_responder) as mine, LocalModelServer(_responder) as other:
+        code, _, err = _run(capsys, "run", suite_file, "--task", "echo", "--max-samples", "1", "--no-progress",
+                            "--model", f"good@{mine.base_url}", "--model", f"bad@{other.base_url}",
+                            "--api-key-env", "LOCAL_KEY")
+        sent = [r.headers.get("authorization") for r in other.requests]
+    if protected:
+        assert code == 1 and "given once but would apply to models on 2 hosts" in err, err
+        assert sent == [] and mine.requests == []
+    else:
+        assert sent == ["Bearer sk-local-0123456789abcdef"]
+
+
+def test_a_key_flag_given_once_holds_for_models_on_one_host_and_per_model_keys_go_to_their_own(
+        suite_file, server, capsys, monkeypatch):
+    monkeypatch.setenv("LOCAL_KEY", "sk-local-0123456789abcdef")
+    monkeypatch.setenv("OTHER_KEY", "sk-other-0123456789abcdef")
+    code, _, err = _run(capsys, "run", suite_file, "--task", "echo", "--max-samples", "1", "--no-progress",
+                        "--model", f"good@{server.base_url}", "--model", f"bad@{server.base_url}",
+                        "--api-key-env", "LOCAL_KEY")
+    assert code == 0, err
+    assert {r.headers.get("authorization") for r in server.requests} == {"Bearer sk-local-0123456789abcdef"}
+    with LocalModelServer(_responder) as other:
+        server.reset()
+        code, _, err = _run(capsys, "run", suite_file, "--task", "echo", "--max-samples", "1", "--no-progress",
+                            "--no-reuse", "--model", f"good@{server.base_url},api_key_env=LOCAL_KEY",
+                            "--model", f"bad@{other.base_url},api=chat,api_key_env=OTHER_KEY")
+        assert code == 0, err
+        assert [r.headers.get("authorization") for r in server.requests] == ["Bearer sk-local-0123456789abcdef"]
+        assert [r.headers.get("authorization") for r in other.requests] == ["Bearer sk-other-0123456789abcdef"]
+    code, _, err = _run(capsys, "run", suite_file, "--task", "echo", "--max-samples", "1", "--no-progress",
+                        "--no-reuse", "--model", "good", "--base-url", server.base_url, "--api-key-env", "LOCAL_KEY")
+    assert code == 0, err

@@ -1,5 +1,5 @@
 """Plotly figures for evalnb results: metric by model, paired differences, agreement, failures,
-cost against score, and a judge's confusion table against people.
+cost against score, a judge's confusion table against people, and pairwise win rates and rankings.
 
 Every figure takes the DataFrames of a run (``metrics``, ``scores``, ``samples``) or the tables
 of ``evalnb.results.comparison`` and ``RunResult.diff``, uses ``plotly_white``, gives each model the same colour everywhere
@@ -15,6 +15,7 @@ from evalnb.plots._agreement import agreement_view
 from evalnb.plots._confusion import judge_confusion
 from evalnb.plots._diff import diff_forest
 from evalnb.plots._metrics import compare, metric_by_model, per_task
+from evalnb.plots._pairwise import ranking, win_rates
 from evalnb.plots._paired import paired_forest
 from evalnb.plots._samples import extraction_failures, latency_vs_score, tokens_vs_score
 from evalnb.plots._style import PALETTE, model_colors
@@ -34,7 +35,9 @@ __all__ = [
     "model_colors",
     "paired_forest",
     "per_task",
+    "ranking",
     "tokens_vs_score",
+    "win_rates",
 ]
 
 _LAZY = {"Figure": "evalnb.plots.figure", "as_figure": "evalnb.plots.figure", "figure_svg": "evalnb.plots.svg"}

@@ -11,7 +11,9 @@ Two routes, and httpx decides which one a server gets:
   server. httpx's transport spends milliseconds of CPU per call with 25 in flight, which caps
   a local server at a few hundred calls a second; the measured ratio is in
   ``benchmarks/README.md`` ("One HTTP stack"). Whether a proxy applies is asked of the httpx
-  client itself, so this route never bypasses a proxy httpx would use.
+  client itself, so this route never bypasses a proxy httpx would use. That question uses
+  httpx internals: `check_httpx_routing` probes them once and fails loudly if they changed
+  (tests/providers/test_proxies.py passes with httpx 0.27.2, 0.28.1 and 0.29.0).
 
 With no proxy variable set (Linux; elsewhere the system settings are read), a run against
 local servers never imports httpx (~35 ms) or loads CA certificates.
@@ -92,11 +94,11 @@ class ClientPool:
             return True
         import httpx
 
+        check_httpx_routing()
         client = self.client(base_url)
-        pick = getattr(client, "_transport_for_url", None)  # httpx's own routing (mounts, NO_PROXY)
-        if pick is None:  # pragma: no cover - a future httpx: let it route every request itself
-            return False
-        return pick(httpx.URL(base_url)) is getattr(client, "_transport", None)
+        # httpx's own routing (mounts from the proxy variables, NO_PROXY): the default transport
+        # (no proxy) or a proxy's; private names, checked by `check_httpx_routing`
+        return client._transport_for_url(httpx.URL(base_url)) is client._transport
 
     async def aclose(self) -> None:
         """Close every client (and its connections)."""
@@ -123,6 +125,44 @@ class ClientPool:
 def _origin(base_url: str) -> str:
     parts = urlsplit(base_url)
     return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+TESTED_HTTPX = ">=0.27,<0.30"  # pyproject.toml pins this range; `check_httpx_routing` guards any other
+_routing_checked = False
+
+
+def check_httpx_routing() -> None:
+    """Make sure httpx still routes as the lean path assumes, else fail loudly (once a process).
+
+    httpx has no public "which proxy would this URL use"; `ClientPool._direct` asks its client's
+    private ``_transport_for_url`` and compares with ``_transport`` (the no-proxy transport).
+    A future httpx that renamed them, or applied proxies inside its default transport, would
+    make every plain-http call look direct and silently bypass the user's proxy; this probe (a
+    client with a proxy and one bypassed host, nothing sent) catches both before any call.
+    """
+    global _routing_checked
+    if _routing_checked:
+        return
+    import httpx
+
+    problem = None
+    try:
+        probe = httpx.AsyncClient(proxy="http://127.0.0.1:9", mounts={"all://direct.invalid": None})
+        pick, direct = probe._transport_for_url, probe._transport
+        if pick(httpx.URL("http://proxied.invalid/v1")) is direct:
+            problem = "a URL with a proxy configured is routed to the no-proxy transport"
+        elif pick(httpx.URL("http://direct.invalid/v1")) is not direct:
+            problem = "a URL with no proxy is not routed to the no-proxy transport"
+    except (AttributeError, TypeError) as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    if problem is not None:
+        from evalnb.errors import EvalnbError
+
+        raise EvalnbError(
+            f"httpx {httpx.__version__} routes requests differently from the versions evalnb is tested with "
+            f"(httpx{TESTED_HTTPX}): {problem}. With a proxy variable set, evalnb cannot tell which calls go "
+            f"through the proxy; install a tested version (pip install 'httpx{TESTED_HTTPX}') or upgrade evalnb")
+    _routing_checked = True
 
 
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")  # the ones httpx uses, any case

@@ -1,7 +1,8 @@
 """`evalnb report RUN_ID`: one self-contained HTML file for a run, no notebook and no server.
 
 The page holds the suite and settings, the metrics with their intervals (a table and a picture),
-the paired comparisons between the run's models, the diff against a baseline run, and every
+the paired comparisons between the run's models, the diff against a baseline run, the stored
+pairwise judgements (win rates and the Bradley–Terry ranking, when the run has any), and every
 sample: embedded once as JSON (`run_data`) and drawn a page at a time by a small script
 (`run_script`), with filters, a task choice and text search. Nothing loads from the network,
 so it opens from a file or a mail attachment; without JavaScript the tables and pictures still show.
@@ -39,6 +40,9 @@ def run_report_html(result: Any, *, baseline: Any = None) -> str:
     ]
     if baseline is not None:
         sections.append(_section(f"Against baseline run {baseline.run_id}", _diff(result, baseline)))
+    pairwise = _pairwise(result)
+    if pairwise:
+        sections.append(_section("Pairwise judgements", pairwise))
     sections.append(_section("Samples", _samples_shell(data)))
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     return (
@@ -152,6 +156,42 @@ def _diff(result: Any, baseline: Any) -> str:
     return _picture(lambda: plots.diff_forest(table)) + _table(
         table, ["task_id", "model", "metric", "n_pairs", "mean_baseline", "mean", "mean_diff", "ci_low",
                 "ci_high", "n_fixed", "n_broken", "mcnemar_p", "mde"])
+
+
+def _pairwise(result: Any) -> str:
+    """The stored pairwise verdicts (newest judge): win rates per pair and the ranking; '' without any."""
+    try:
+        frame = result.pairwise_judgements
+    except Exception as exc:  # noqa: BLE001 - a run stored before pairwise judging has none
+        return f"<p class='muted'>no pairwise judgements: {_e(type(exc).__name__)}: {_e(exc)}</p>"
+    if frame.empty:
+        return ""
+    from evalnb import plots
+    from evalnb.results.bradley_terry import rank_table
+    from evalnb.results.win_rates import win_rate_table
+
+    judge = frame.attrs.get("judge") or {}
+    setup = judge.get("setup") or {}
+    note = (f"<p>Judge <code>{_e(judge.get('judge_model'))}</code>, "
+            f"{'its own template' if setup.get('template') else 'the default MT-Bench pairwise template'}; "
+            "each pair judged in both orders where stored (a verdict that flips with the order counts as a tie). "
+            "Win rate = (wins + ties/2) / n with a 95% bootstrap interval over items; position bias = share of "
+            "the inconsistent pairs won by the output shown first.</p>")
+    wins = win_rate_table(frame)
+    parts = [note, _picture(lambda: plots.win_rates(wins)),
+             _table(wins, ["task_id", "a", "b", "n", "a_wins", "b_wins", "ties", "win_rate", "ci_low", "ci_high",
+                           "inconsistent", "position_bias", "errors"])]
+    judged = frame[frame["verdict"].notna()]
+    names = [m for m in dict.fromkeys([*map(str, result.models), *judged["a"], *judged["b"]])
+             if m in set(judged["a"]) | set(judged["b"])]
+    if len(names) >= 2:
+        try:
+            ranked = rank_table(judged, names)
+        except Exception as exc:  # noqa: BLE001 - the win rates above still stand
+            return "".join(parts) + f"<p class='muted'>no ranking: {_e(type(exc).__name__)}: {_e(exc)}</p>"
+        parts += ["<h3>Bradley–Terry ranking</h3>", _picture(lambda: plots.ranking(ranked)),
+                  _table(ranked, ["rank", "model", "score", "ci_low", "ci_high", "wins", "losses", "ties"], digits=1)]
+    return "".join(parts)
 
 
 def _samples_shell(data: dict[str, Any]) -> str:

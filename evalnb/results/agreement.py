@@ -93,8 +93,6 @@ def judge_agreement(samples: pd.DataFrame, column: str | None, labels: Any, *, m
     """
     import pandas as pd
 
-    from evalnb.results.stats import wilson_interval
-
     if column is None:
         raise ValueError(f"metric {metric!r} is not a metric of this run; its metrics: {', '.join(available) or 'none'}")
     frame = _check_labels(labels, models)
@@ -113,25 +111,87 @@ def judge_agreement(samples: pd.DataFrame, column: str | None, labels: Any, *, m
         scored = part[part["judged"].notna()]
         person = [_category(v) for v in scored["label"]]
         judge = [_category(v) for v in scored["judged"]]
-        n = len(person)
-        confusion: dict[Any, dict[Any, int]] = {}
-        for a, b in zip(person, judge):
-            confusion.setdefault(a, {}).setdefault(b, 0)
-            confusion[a][b] += 1
-        agree = sum(a == b for a, b in zip(person, judge))
-        low, high = wilson_interval(agree, n) if n else (math.nan, math.nan)
-        rows.append({
-            "task_id": task, "model": model, "metric": metric, "n": n, "n_unscored": len(part) - n,
-            "accuracy": agree / n if n else math.nan, "ci_low": low, "ci_high": high,
-            "cohen_kappa": cohen_kappa(person, judge) if n else math.nan,
-            "confusion": {k: dict(sorted(v.items())) for k, v in sorted(confusion.items())},
-        })
+        rows.append({"task_id": task, "model": model, "metric": metric, "n": len(person),
+                     "n_unscored": len(part) - len(person), **_agreement(person, judge)})
     table = pd.DataFrame.from_records(rows, columns=list(AGREEMENT_COLUMNS))
     return table.astype({"n": "int64", "n_unscored": "int64", "accuracy": "float64", "ci_low": "float64",
                          "ci_high": "float64", "cohen_kappa": "float64"})
+
+
+def _agreement(person: list[Any], judge: list[Any]) -> dict[str, Any]:
+    """accuracy [95% Wilson], cohen_kappa and confusion of two raters' paired categories."""
+    from evalnb.results.stats import wilson_interval
+
+    n = len(person)
+    confusion: dict[Any, dict[Any, int]] = {}
+    for p, j in zip(person, judge):
+        confusion.setdefault(p, {}).setdefault(j, 0)
+        confusion[p][j] += 1
+    agree = sum(p == j for p, j in zip(person, judge))
+    low, high = wilson_interval(agree, n) if n else (math.nan, math.nan)
+    return {"accuracy": agree / n if n else math.nan, "ci_low": low, "ci_high": high,
+            "cohen_kappa": cohen_kappa(person, judge) if n else math.nan,
+            "confusion": {k: dict(sorted(v.items())) for k, v in sorted(confusion.items())}}
 
 
 def confusion_counts(confusion: Mapping[Any, Mapping[Any, int]]) -> tuple[list[Any], list[list[int]]]:
     """(values, counts[person][judge]) of a ``confusion`` dict, over every value either side used."""
     values = sorted({*confusion, *(j for row in confusion.values() for j in row)})
     return values, [[int(confusion.get(a, {}).get(b, 0)) for b in values] for a in values]
+
+
+PAIRWISE_AGREEMENT_COLUMNS = (
+    "task_id", "a", "b", "n", "n_unjudged", "accuracy", "ci_low", "ci_high", "cohen_kappa", "confusion",
+)
+_PAIR_LABELS = ("a", "b", "tie")
+
+
+def is_pairwise_labels(labels: Any) -> bool:
+    """Whether ``labels`` are pairwise (a person's verdict on two candidates' answers): a and b columns."""
+    columns = getattr(labels, "columns", ())
+    return "a" in columns and "b" in columns
+
+
+def pairwise_agreement(labels: Any, verdicts_of: Any) -> pd.DataFrame:
+    """How far pairwise verdicts agree with people's: one row per (task_id, a, b) labelled.
+
+    ``labels``: task_id, sample_index, a, b, label ("a", "b" or "tie"), optional epoch (default
+    0). ``verdicts_of(a, b, tasks)`` gives the judge's pairwise frame of that pair. A labelled pair
+    the judge gave no verdict (an error) counts in ``n_unjudged``; a labelled item the run has not
+    judged for that pair (neither answered, or another task) is a ValueError naming it.
+    """
+    import pandas as pd
+
+    if not isinstance(labels, pd.DataFrame):
+        raise TypeError(f"labels must be a DataFrame, got {type(labels).__name__}")
+    missing = [c for c in ("task_id", "sample_index", "a", "b", "label") if c not in labels.columns]
+    if missing:
+        raise ValueError(f"pairwise labels are missing column(s) {', '.join(missing)}; they have: "
+                         f"{', '.join(map(str, labels.columns))}")
+    frame = labels.reset_index(drop=True)
+    if "epoch" not in frame.columns:
+        frame = frame.assign(epoch=0)
+    for i, row in enumerate(frame.itertuples(index=False)):
+        if row.label not in _PAIR_LABELS:
+            raise ValueError(f"labels row {i} (task_id={row.task_id!r}, sample_index={row.sample_index!r}, "
+                             f"a={row.a!r}, b={row.b!r}): label must be 'a', 'b' or 'tie', got {row.label!r}")
+    keys = ["task_id", "sample_index", "epoch"]
+    rows = []
+    for (a, b), part in frame.groupby(["a", "b"], sort=False):
+        judged = verdicts_of(a, b, list(dict.fromkeys(part["task_id"])))
+        merged = part.astype({"sample_index": "int64", "epoch": "int64"}).merge(
+            judged[[*keys, "verdict"]], on=keys, how="left", indicator=True)
+        unknown = merged[merged["_merge"] == "left_only"]
+        if len(unknown):
+            first = unknown.iloc[0]
+            raise ValueError(f"labels name {len(unknown)} item(s) the judge has no pair for ({a!r} vs {b!r}), e.g. "
+                             f"task_id={first.task_id!r}, sample_index={int(first.sample_index)}: both must have "
+                             "answered it")
+        for task, one in merged.groupby("task_id", sort=False):
+            scored = one[one["verdict"].notna()]
+            person, judge = scored["label"].tolist(), scored["verdict"].tolist()
+            rows.append({"task_id": task, "a": a, "b": b, "n": len(person), "n_unjudged": len(one) - len(person),
+                         **_agreement(person, judge)})
+    table = pd.DataFrame.from_records(rows, columns=list(PAIRWISE_AGREEMENT_COLUMNS))
+    return table.astype({"n": "int64", "n_unjudged": "int64", "accuracy": "float64", "ci_low": "float64",
+                         "ci_high": "float64", "cohen_kappa": "float64"})

@@ -153,3 +153,33 @@ def judge_cost_by_sample(calls: pd.DataFrame) -> dict[tuple[str, str, int, int],
     priced = calls[calls["sample_index"].notna() & calls["cost_usd"].notna()]
     sums = priced.groupby(["task_id", "model", "sample_index", "epoch"], sort=False)["cost_usd"].sum()
     return {(t, m, int(i), int(e)): float(v) for (t, m, i, e), v in sums.items()}
+
+
+def pairwise_costs_frame(calls: Iterable[Mapping[str, Any]], judges: Mapping[str, str],
+                         order: list[str]) -> pd.DataFrame:
+    """`costs` rows of a run's pairwise judge calls (`Store.pairwise_calls`): one per (task_id, pair),
+    ``model`` the pair ("a vs b", in ``order``), ``role`` ``pairwise judge``, ``billed_model`` the
+    judge (``judges``: judge set-up digest -> judge model name)."""
+    import pandas as pd
+
+    rank = {name: i for i, name in enumerate(order)}
+    rows = []
+    for c in calls:
+        a, b = sorted((c["first"], c["second"]), key=lambda n: (rank.get(n, len(rank)), n))
+        rows.append({"task_id": c["task_id"], "model": f"{a} vs {b}", "judge_model": judges.get(c.get("judge"), ""),
+                     "cached": bool(c.get("cached")), "input_tokens": _tokens(c.get("usage"), "input_tokens"),
+                     "output_tokens": _tokens(c.get("usage"), "output_tokens"),
+                     "cached_input": _tokens(c.get("usage"), "cached_input_tokens") or 0,
+                     "cost_usd": c.get("cost_usd")})
+    if not rows:
+        return pd.DataFrame(columns=list(COST_COLUMNS))
+    frame = pd.DataFrame.from_records(rows)
+    frame["cost_usd"] = pd.to_numeric(frame["cost_usd"], errors="coerce").astype("float64")
+    out = []
+    for (task, pair), part in frame.groupby(["task_id", "model"], sort=False):
+        made = ~part["cached"]
+        billed = ", ".join(dict.fromkeys(str(m) for m in part["judge_model"] if m))
+        out.append(_row(task, pair, "pairwise judge", billed, int(made.sum()), int(part["cached"].sum()),
+                        part["input_tokens"][made].fillna(0).sum(), part["cached_input"][made].sum(),
+                        part["output_tokens"][made].fillna(0).sum(), part["cost_usd"], made))
+    return pd.DataFrame.from_records(out, columns=list(COST_COLUMNS))

@@ -1,5 +1,8 @@
 """The judge and cost views a `RunResult` owns: judge_calls, costs, cost_usd, judge_agreement.
 
+`costs` also has a row per (task, pair of candidates) for the run's pairwise judge calls
+(role ``pairwise judge``), so `cost_usd` counts them.
+
 Kept apart because "what the run's calls were, what they cost and how far its judge agrees
 with people" is its own job. `RunResult` builds one `JudgeCosts` and hands it what it needs
 (the store and run, and ways to get the frames); the tables themselves are built in
@@ -58,7 +61,20 @@ class JudgeCosts:
                      if isinstance(m, Mapping)}
             frame, cached_input = self._frames()
             self._costs = costs_frame(frame, cached_input, self.judge_calls, names)
+            pairwise = self._store.pairwise_calls(self._run_id) if self._store is not None else []
+            if pairwise:
+                import pandas as pd
+
+                from evalnb.results.costs import pairwise_costs_frame
+
+                judges = {j["judge"]: j["judge_model"] for j in self._store.pairwise_judges(self._run_id)}
+                extra = pairwise_costs_frame(pairwise, judges, self._models())
+                self._costs = pd.concat([self._costs, extra], ignore_index=True).astype(self._costs.dtypes.to_dict())
         return self._costs
+
+    def forget_costs(self) -> None:
+        """Build `costs` again on next use (a pairwise pass has added judge calls)."""
+        self._costs = None
 
     @property
     def cost_usd(self) -> float:

@@ -28,6 +28,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from evalnb.results.judging import JudgeCosts
+from evalnb.results.pairwise_views import PairwiseJudging
 from evalnb.results.report_views import Report
 
 if TYPE_CHECKING:
@@ -54,8 +55,8 @@ def _joined(pages: Iterable[Mapping[str, list[Any]]]) -> dict[str, list[Any]]:
 
     columns: dict[str, list[Any]] = {f: [] for f in SAMPLE_FIELDS}
     for page in pages:
-        for field, values in page.items():
-            columns[field].extend(values)
+        for field, values in page.items():  # a Sample subclass's store reads its own fields too
+            columns.setdefault(field, []).extend(values)
     return columns
 
 
@@ -113,6 +114,8 @@ class RunResult:
         """The objects this result owns: its judge/cost views and its report (fresh on refresh)."""
         self._judging = JudgeCosts(self._store, self._run_id, self._run, frames=self._cost_frame,
                                    lean=lambda: self._lean, models=lambda: self.models)
+        self._pairwise = PairwiseJudging(self._store, self._run_id, samples=lambda: self.samples,
+                                         models=lambda: self.models, tasks=self._chosen_tasks)
         self._report = Report(self)
 
     def _load(self) -> None:
@@ -641,7 +644,8 @@ class RunResult:
     def costs(self) -> pd.DataFrame:
         """Per (task_id, model, role): calls, cached, input_tokens, cached_input_tokens,
         output_tokens, cost_usd, billed_model. ``role`` is ``candidate`` (the model's own calls)
-        or ``judge`` (its samples' grader calls, costed at the judge's price); see
+        or ``judge`` (its samples' grader calls, costed at the judge's price), and ``pairwise
+        judge`` for the run's pairwise judge calls (``model`` is then the pair, "a vs b"); see
         `evalnb.results.costs.costs_frame`."""
         return self._judging.costs
 
@@ -650,8 +654,99 @@ class RunResult:
         """USD the run's recorded calls cost, candidates and judges (calls without a price count 0)."""
         return self._judging.cost_usd
 
-    def judge_agreement(self, labels: Any, *, metric: str) -> pd.DataFrame:
-        """How far the judge's ``metric`` agrees with people's ``labels`` on the same answers.
+    # ---- pairwise judging (`pairwise_views.PairwiseJudging`) ------------------------------------
+    def pairwise(self, a: str, b: str, *, judge_model: Any, task_id: str | Iterable[str] | None = None,
+                 template: str | None = None, swap: bool = True, concurrency: int = 4,
+                 judge_generation: Any = None, max_cost_usd: float | None = None) -> pd.DataFrame:
+        """Which of two candidates' outputs is better, item by item, as a judge model sees it.
+
+        ``a``, ``b``: candidate names (model labels; see `evalnb.results.candidates`). One row per
+        (task_id, sample_index, epoch) both answered: task_id, sample_index, epoch, a, b,
+        verdict ("a", "b" or "tie"; None with ``error``), verdict_ab (``a`` shown first),
+        verdict_ba (``b`` shown first), consistent and error. ``template``: the judge prompt with
+        ``{{prompt}}``, ``{{output_a}}`` (shown first), ``{{output_b}}`` and optionally
+        ``{{target}}``; default MT-Bench's pairwise instruction. The reply's last ``[[A]]``,
+        ``[[B]]`` or ``[[C]]`` (tie) is the verdict; a reply without one is an error on its row.
+        ``swap=True`` judges both orders: a verdict that flips with the order is a tie with
+        consistent False. Calls go through the judge cache (asked again: nothing is sent), are
+        priced at ``judge_model``'s price, stop at ``max_cost_usd`` and are stored with the run
+        (a crashed pass resumes; `evalnb.report` shows them). ``judge_generation``: e.g.
+        ``{"temperature": 0, "max_output_tokens": 512}``.
+        """
+        judged = self._pairwise.judge([(a, b)], judge_model=judge_model, task_id=task_id, template=template,
+                                      swap=swap, concurrency=concurrency, judge_generation=judge_generation,
+                                      max_cost_usd=max_cost_usd)
+        self._judging.forget_costs()
+        return judged[(a, b)][0]
+
+    def win_rate(self, a: str, b: str, *, judge_model: Any, task_id: str | Iterable[str] | None = None,
+                 template: str | None = None, swap: bool = True, concurrency: int = 4,
+                 judge_generation: Any = None, max_cost_usd: float | None = None) -> pd.DataFrame:
+        """``a``'s win rate against ``b`` per task, from `pairwise` (same options; judged pairs are not asked again).
+
+        Columns: task_id, a, b, n (pairs with a verdict), a_wins, b_wins, ties, win_rate ((a_wins
+        + ties/2) / n), ci_low, ci_high (95% bootstrap over items), inconsistent (pairs whose
+        verdict flipped with the order), position_bias (the share of those the output shown
+        first won both times) and errors (pairs without a verdict). See `evalnb.results.win_rates`.
+        """
+        from evalnb.results.win_rates import win_rate_table
+
+        return win_rate_table(self.pairwise(a, b, judge_model=judge_model, task_id=task_id, template=template,
+                                            swap=swap, concurrency=concurrency, judge_generation=judge_generation,
+                                            max_cost_usd=max_cost_usd))
+
+    def rank(self, *, judge_model: Any, models: list[str] | None = None,
+             task_id: str | Iterable[str] | None = None, template: str | None = None, swap: bool = True,
+             length_control: bool = False, concurrency: int = 4, judge_generation: Any = None,
+             max_cost_usd: float | None = None) -> pd.DataFrame:
+        """Every pair of candidates judged (`pairwise`), then Bradley–Terry scores, best first.
+
+        ``models``: candidate names (default: the run's models). One row per candidate: model,
+        score (Elo scale, averaging 1000), ci_low, ci_high (95% bootstrap over items), rank,
+        wins, losses, ties (over its judged pairs). ``length_control=True`` fits AlpacaEval 2's
+        length term with the scores and adds ``lc_win_rate`` (its modelled win rate against the
+        others at equal length; the length coefficient is in ``.attrs["length_coef"]``). See
+        `evalnb.results.bradley_terry`.
+        """
+        import pandas as pd
+
+        from evalnb.results.bradley_terry import rank_table
+        from evalnb.results.pairwise_views import all_pairs
+
+        names = list(self.models if models is None else models)
+        if len(names) < 2 or len(set(names)) != len(names):
+            raise ValueError(f"rank needs two or more different candidates, got {names!r}")
+        judged = self._pairwise.judge(all_pairs(names), judge_model=judge_model, task_id=task_id, template=template,
+                                      swap=swap, concurrency=concurrency, judge_generation=judge_generation,
+                                      max_cost_usd=max_cost_usd)
+        self._judging.forget_costs()
+        frames, lengths = [], []
+        for frame, both in judged.values():
+            keep = frame["verdict"].notna().to_numpy()
+            frames.append(frame[keep])
+            lengths.extend((both["out_a"].str.len() - both["out_b"].str.len())[keep].tolist())
+        pairs = pd.concat(frames, ignore_index=True)
+        return rank_table(pairs, names, lengths=lengths if length_control else None)
+
+    @property
+    def pairwise_judgements(self) -> pd.DataFrame:
+        """The stored pairwise verdicts of the newest judge set-up (a `pairwise` frame over every pair
+        judged), without calling anyone; its set-up (judge model, template) is in ``.attrs["judge"]``."""
+        judge, frame = self._pairwise.stored()
+        frame.attrs["judge"] = judge
+        return frame
+
+    def judge_agreement(self, labels: Any, *, metric: str | None = None, judge_model: Any = None,
+                        template: str | None = None, swap: bool = True) -> pd.DataFrame:
+        """How far the judge agrees with people's ``labels`` on the same answers.
+
+        Pairwise labels (columns ``task_id, sample_index, a, b, label``, label "a", "b" or
+        "tie", optional ``epoch``): compared with the pairwise verdicts, judged now with
+        ``judge_model`` (and ``template``, ``swap``; cached pairs are not asked again) or, without
+        it, the stored ones. One row per (task_id, a, b): n, n_unjudged, accuracy [95% Wilson],
+        cohen_kappa, confusion ({label: {verdict: count}}).
+
+        Otherwise the judge's ``metric``:
 
         ``labels``: a DataFrame with ``task_id, sample_index, label`` (a person's score for the
         model's answer, on the metric's scale), plus ``model`` when the run has several models
@@ -661,7 +756,34 @@ class RunResult:
         count}}; `evalnb.plots.judge_confusion` draws it). Labels for samples the run does not
         have are a ValueError naming them.
         """
+        from evalnb.results.agreement import is_pairwise_labels, pairwise_agreement
+
+        if is_pairwise_labels(labels):
+            return pairwise_agreement(labels, lambda a, b, tasks: self._pairwise_for_labels(
+                a, b, tasks, judge_model=judge_model, template=template, swap=swap))
+        if metric is None:
+            raise TypeError("judge_agreement needs metric=... (the judge's metric) unless labels are pairwise "
+                            "(columns task_id, sample_index, a, b, label)")
         return self._judging.judge_agreement(labels, metric=metric)
+
+    def _pairwise_for_labels(self, a: str, b: str, tasks: list[str], *, judge_model: Any, template: str | None,
+                             swap: bool) -> pd.DataFrame:
+        """The verdicts of (a, b) on ``tasks``: judged now with ``judge_model``, else the stored ones."""
+        import pandas as pd
+
+        if judge_model is not None:
+            return self.pairwise(a, b, judge_model=judge_model, task_id=tasks, template=template, swap=swap)
+        frame = self.pairwise_judgements
+        if frame.empty:
+            raise ValueError("this run has no stored pairwise judgements: pass judge_model=... to judge the "
+                             "labelled pairs")
+        flipped = frame.rename(columns={"a": "b", "b": "a", "verdict_ab": "verdict_ba", "verdict_ba": "verdict_ab"})
+        flipped["verdict"] = flipped["verdict"].map({"a": "b", "b": "a", "tie": "tie"})
+        for name in ("verdict_ab", "verdict_ba"):
+            flipped[name] = flipped[name].map({"a": "b", "b": "a", "tie": "tie"})
+        both = [frame[(frame["a"] == a) & (frame["b"] == b)], flipped[(flipped["a"] == a) & (flipped["b"] == b)]]
+        found = pd.concat(both, ignore_index=True)
+        return found[found["task_id"].isin(tasks)]
 
     def _cost_frame(self) -> tuple[pd.DataFrame, Any]:
         """(frame with the cost columns, cached input tokens per row) for `costs`: the samples

@@ -163,7 +163,8 @@ _KEEP = object()  # resume(max_cost_usd=...) not given: the run's own budget
 def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
            store: Any = None, concurrency: int | None = None, judge_model: Any = None,
            embedding_model: Any = None, force: bool = False, executor: Any = None,
-           max_cost_usd: Any = _KEEP, retry_failed: bool = False) -> "RunResult":
+           max_cost_usd: Any = _KEEP, retry_failed: bool = False, trust_stored_models: bool = False,
+           allow_paths_outside: bool = False) -> "RunResult":
     """Continue a run that died, failed, was cancelled or was stopped by its budget, under the same run id.
 
     Completed samples are kept. Samples that failed for the transport's or the provider's
@@ -185,24 +186,33 @@ def resume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool |
 
     ``executor`` continues on another executor than the run's own (e.g. ``"local"`` for a run
     started on Ray whose cluster is gone); the stored one is used otherwise.
+
+    ``store``: a `Store` or the path of a ``.sqlite`` file. A store is data, not authority: only
+    runs your own evalnb recorded (signed with your secret, `evalnb.store.trust_key_path`) are
+    resumed with their stored models. For any other run (a colleague's store, an edited record)
+    the stored endpoints and key variables are shown and refused unless you pass ``models=``
+    (and ``judge_model=`` / ``embedding_model=`` where it had them) or ``trust_stored_models=True``;
+    its suite's local paths must stay in the store's folder unless ``allow_paths_outside=True``.
     """
     preload.start()
     return _raise_if_interrupted(run_sync(aresume(run_id, models=models, progress=progress, store=store,
                                                   concurrency=concurrency, judge_model=judge_model,
                                                   embedding_model=embedding_model, force=force,
                                                   executor=executor, max_cost_usd=max_cost_usd,
-                                                  retry_failed=retry_failed)))
+                                                  retry_failed=retry_failed, trust_stored_models=trust_stored_models,
+                                                  allow_paths_outside=allow_paths_outside)))
 
 
 async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress: bool | str | None = None,
                   store: Any = None, concurrency: int | None = None, judge_model: Any = None,
                   embedding_model: Any = None, force: bool = False, executor: Any = None,
-                  max_cost_usd: Any = _KEEP, retry_failed: bool = False) -> "RunResult":
-    from evalnb.suite import Suite
-    from evalnb.store import Store
+                  max_cost_usd: Any = _KEEP, retry_failed: bool = False, trust_stored_models: bool = False,
+                  allow_paths_outside: bool = False) -> "RunResult":
+    from evalnb.runner.stored_run import stored_models, stored_suite
+    from evalnb.store import foreign_run, open_store
 
     check_mode(progress)
-    store = store or Store()
+    store = open_store(store)
     record = store.get_run(run_id)
     again, kept = _failures_to_resend(store, run_id, retry_failed)
     note = _resume_note(run_id, again, kept, retry_failed)
@@ -214,12 +224,14 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
 
             print(f"evalnb: {note}", file=sys.stderr)
         return RunResult(store, run_id)
-    manifest = store.get_suite(record["suite_version"])
-    summary = record.get("summary") or {}
-    suite = Suite.from_dict(manifest, base_dir=summary.get("base_dir"))
+    store.check_writable()  # before anything is sent: a resume writes
+    foreign = foreign_run(record)
     options = stored_options(record)
-    if models is None:
-        models = [rebuild_model(m) for m in summary.get("models") or record["models"]]
+    models = stored_models(record, options, foreign=foreign, models=models, judge_model=judge_model,
+                           embedding_model=embedding_model, trust_stored_models=trust_stored_models,
+                           executor=executor)
+    suite = stored_suite(store, record, foreign=foreign,
+                         allow_paths_outside=allow_paths_outside)
     if judge_model is not None:
         options["judge_model"] = judge_model
     if embedding_model is not None:
@@ -319,12 +331,16 @@ async def acancel(run_id: str, *, store: Any = None) -> list[dict[str, Any]]:
     """The async form of `cancel`."""
     from evalnb.errors import ProviderError
     from evalnb.providers.batch_api import TERMINAL, BatchAPI
-    from evalnb.runner.batch_executor import save_batch, stored_batches
-    from evalnb.store import Store
+    from evalnb.runner.executors.batch import save_batch, stored_batches
+    from evalnb.runner.stored_run import stored_models
+    from evalnb.store import foreign_run, open_store
 
-    store = store or Store()
+    store = open_store(store)
     record = store.get_run(run_id)
     summary = record.get("summary") or {}
+    if foreign_run(record):  # a batch's cancel sends the model's key: only to models this evalnb recorded
+        stored_models(record, {}, foreign=True, models=None, judge_model=None, embedding_model=None,
+                      trust_stored_models=False)
     models = {m.label: m for m in (rebuild_model(x) for x in summary.get("models") or record["models"])}
     out = []
     batches = stored_batches(store, run_id)
@@ -346,18 +362,20 @@ async def acancel(run_id: str, *, store: Any = None) -> list[dict[str, Any]]:
 
 
 def runs(store: Any = None) -> "pd.DataFrame":
-    """Every stored run, newest first, as a DataFrame (run_id, name, suite_version, status, ...)."""
-    from evalnb.store import Store
+    """Every stored run, newest first, as a DataFrame (run_id, name, suite_version, status, ...).
+    ``store``: a `Store` or the path of a ``.sqlite`` file (reading sends nothing anywhere)."""
+    from evalnb.store import open_store
 
-    return (store or Store()).list_runs()
+    return open_store(store).list_runs()
 
 
 def load_run(run_id: str, store: Any = None) -> "RunResult":
-    """A stored run's `RunResult` (finished or not); ``"latest"`` is the newest run."""
+    """A stored run's `RunResult` (finished or not); ``"latest"`` is the newest run. ``store``: a
+    `Store` or the path of a ``.sqlite`` file (reading sends nothing anywhere)."""
     from evalnb.results.run_result import RunResult
-    from evalnb.store import Store, UnknownRunError
+    from evalnb.store import UnknownRunError, open_store
 
-    store = store or Store()
+    store = open_store(store)
     if run_id == "latest":
         latest = store.latest_run_id()
         if latest is None:

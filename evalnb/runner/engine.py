@@ -1,7 +1,7 @@
 """The run engine: one async pipeline from a plan to samples in the store.
 
 The planner (`runner.item_planner`) decides what each sample needs; the executor
-(`runner.executor`: this process or Ray) gets the calls made and hands each outcome back
+(`runner.executors.base`: this process or Ray) gets the calls made and hands each outcome back
 through the run's `RunContext` (`runner.run_context`), which extracts it and gives it to the
 grading pipeline (`runner.grading_pipeline`, a component the engine owns): it sends batches
 to the sandbox pool while calls are still in flight, and graded samples go to the store's
@@ -42,7 +42,7 @@ class TaskState:
     task: Any
     source: Callable[[], Iterator[Any]]
     grader: Any
-    extractor: Any
+    extractor: Any  # `scoring.off_loop.LoopExtractor`: extraction that never stalls the loop
     per_sample: bool
     n_items: int = 0
     # per model label: how many samples are still to finish (an aggregate grader starts at 0)
@@ -85,7 +85,7 @@ class RunEngine:
     async def _execute(self) -> "RunResult":
         from evalnb.results.run_result import RunResult
         from evalnb.sandbox import SandboxPool
-        from evalnb.store import Store
+        from evalnb.store import open_store
 
         plan = self.plan
         self._loop = asyncio.get_running_loop()
@@ -97,7 +97,7 @@ class RunEngine:
         # grader check waits for it); more start when the grading needs them.
         warm = self.pool.warm_soon(1)
         try:
-            store = self.store = self._store or Store()
+            store = self.store = open_store(self._store, must_exist=False)
             self._open_run()
         except BaseException:
             # close first: a worker still starting is then stopped as soon as it is up
@@ -152,6 +152,8 @@ class RunEngine:
         return result
 
     def _open_run(self) -> None:
+        from evalnb.store import sign_run
+
         plan, store = self.plan, self.store
         suite = plan.suite
         manifest = suite.to_dict()
@@ -182,11 +184,13 @@ class RunEngine:
         # no key variables: resume() rebuilds the models from this
         # a name given now labels the run, also one this run continues
         named = {} if plan.name is None else {"name": plan.name}
-        store.update_run(self.run_id, summary={
+        summary = store.scrub({
             "base_dir": base_dir,
             "models": [model_record(m) for m in plan.models],
             "options": plan.stored_options(),
-        }, **named)
+        })
+        # signed with this user's secret: a resume sends keys only to models this evalnb recorded
+        store.update_run(self.run_id, summary=sign_run(self.run_id, suite.version, summary), **named)
         self.progress.run_id = self.run_id
 
     def _stop_reasons(self) -> str | None:
@@ -259,7 +263,7 @@ class RunEngine:
 
     @staticmethod
     def _executor_for(plan: RunPlan) -> Any:
-        from evalnb.runner.executors import make_executor
+        from evalnb.runner.executors.registry import make_executor
 
         return make_executor(plan.executor)
 
@@ -287,7 +291,7 @@ class RunEngine:
     # ---- preparation ----------------------------------------------------------------------
     async def _prepare_tasks(self) -> None:
         from evalnb.runner.bridge import GraderBridge
-        from evalnb.scoring.extraction import make_extractor
+        from evalnb.scoring.off_loop import LoopExtractor
         from evalnb.scoring.grading import Grader
         from evalnb.suite.checks import MissingFields
 
@@ -349,7 +353,7 @@ class RunEngine:
                     self.store.write_task_metrics(self.run_id, task_id, model.label, None, error=None)
             self._warn_missing_fields(task, missing, survey.n_items)
             planner.copy_kept(self.writer, task_id)
-            state = TaskState(task, source, grader, make_extractor(task.extraction), per_sample, survey.n_items)
+            state = TaskState(task, source, grader, LoopExtractor(task.extraction), per_sample, survey.n_items)
             for model in plan.models:
                 label = model.label
                 finished = survey.kept[label] + survey.copied[label]
@@ -479,6 +483,7 @@ class RunEngine:
             if stopper in done:
                 raise asyncio.CancelledError("stopped from the progress panel")
             producer.result()
+            await self.context.extractions_done()  # those that needed longer, off the loop
             grading.generation_done()
             await dispatcher
             if grading.running:

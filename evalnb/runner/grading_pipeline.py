@@ -42,6 +42,11 @@ class GradingPipeline:
         self._queue.append((sample, item))
         self._event.set()
 
+    def waiting(self, sample: Sample) -> None:
+        """A generated sample not yet extracted (its search runs off the loop): counted in the
+        backlog, and saved for a resume if the run stops before it comes back."""
+        self._ungraded[(sample.task_id, sample.model, sample.sample_index, sample.epoch)] = sample
+
     def backlog(self) -> int:
         """Samples generated and not graded yet (executors pause their intake on it)."""
         return len(self._ungraded)

@@ -1,5 +1,5 @@
 """A log-likelihood task's one call per item, shared by the local executor (`RunContext`), Ray
-workers (`ray_worker`) and provider batches (`batch_executor`, through `RunContext.request`):
+workers (`executors.ray_worker`) and provider batches (`executors.batch`, through `RunContext.request`):
 every continuation of the item scored in one ``/completions`` call.
 
 The reply is kept as the output text, JSON ``{"loglikelihoods": [...], "is_greedy": [...]}``

@@ -1,4 +1,4 @@
-"""`RunContext`: what an executor sees of a running run (the contract is in `runner.executor`).
+"""`RunContext`: what an executor sees of a running run (the contract is in `runner.executors.base`).
 
 The engine builds one per run once its tasks are prepared and hands it to the executor's
 `start`. Everything an executor hands back goes through here: a reply is priced, charged to
@@ -8,34 +8,36 @@ given to the grading pipeline (`runner.grading_pipeline`), which stores it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from evalnb.runner.unit import ModelRequest, Output, Unit
 from evalnb.sample import Sample
 
+MODEL_PRICE: Any = object()  # `worst_cost`'s default: the unit's model's own price
 FAST_REPLY_S = 0.02  # a reply this quick means a local server: the run is CPU-bound (see `RunContext._held`)
 
 
 class RunContext:
-    """One run as its executor sees it: units in, outcomes back (see `runner.executor`).
+    """One run as its executor sees it: units in, outcomes back (see `runner.executors.base`).
 
     Read-only attributes: ``plan`` (`run_plan.RunPlan`: models, generation settings,
-    concurrency, ...), ``run_id``, ``progress`` (the panel's counters), ``budget``, and
-    ``tasks`` (task id -> `engine.TaskState`: the task, its grader and extractor, whether it
-    grades per sample).
+    concurrency, ...) and ``run_id``. Everything else an executor does to the run goes through
+    the methods below (tasks, budget, in-flight counts, retries, progress lines); it never writes
+    the engine's state (tests/test_layout.py checks the shipped executors).
     """
 
     def __init__(self, *, plan: Any, run_id: str, store: Any, writer: Any, progress: Any, budget: Any,
                  tasks: dict[str, Any], grading: Any, clients: dict[str, Any], paid: dict | None,
                  executor_name: str, on_judge_call: Callable[[str | None, dict], None],
                  fail_fast: Any = None, hold: Any = None) -> None:
-        self.plan, self.run_id, self.progress, self.budget, self.tasks = plan, run_id, progress, budget, tasks
+        self.plan, self.run_id, self._progress, self._budget, self._tasks = plan, run_id, progress, budget, tasks
         self._store, self._writer, self._grading, self._clients = store, writer, grading, clients
         self._paid = paid  # (task, model, index, epoch) -> (request key, cost) an earlier attempt paid
         self._executor = executor_name
         self._on_judge_call = on_judge_call
-        self.fail_fast = fail_fast  # `runner.fail_fast.FailFast`: stops a model or task whose calls all fail
+        self._fail_fast = fail_fast  # `runner.fail_fast.FailFast`: stops a model or task whose calls all fail
         # `runner.preload`'s future: calls wait for it only once replies come back fast (see `_held`)
         self._hold = hold
         self._fast_replies = False
@@ -45,6 +47,7 @@ class RunContext:
         self._prefixes: dict[str, str] = {}  # model label -> its tokenizer's prefix token (`learn_prefix`)
         self._max_out = gen.get("max_output_tokens")
         self._instructions = gen.get("instructions") if isinstance(gen.get("instructions"), str) else None
+        self._extracting: set[asyncio.Task] = set()  # extractions running off the loop
 
     # ---- what a unit asks ---------------------------------------------------------------------
     def request(self, unit: Unit) -> ModelRequest:
@@ -120,24 +123,22 @@ class RunContext:
         import time
 
         from evalnb.errors import ProviderError
-        from evalnb.providers.pricing import call_cost, estimate_tokens, worst_case_cost
+        from evalnb.providers.pricing import call_cost
 
-        model, budget = unit.model, self.budget
-        stopped = self.fail_fast.stop_reason(unit.task_id, model.label) if self.fail_fast is not None else None
+        model, budget = unit.model, self._budget
+        stopped = self._fail_fast.stop_reason(unit.task_id, model.label) if self._fail_fast is not None else None
         if stopped is not None:  # its model or task hits the same failure on every call: not made
             self.not_run(unit, stopped)
             return
         limited = budget.limit is not None
         worst = 0.0
         if limited:
-            if model.price is not None:
-                extra = estimate_tokens(self._instructions) if self._instructions else 0
-                worst = worst_case_cost(estimate_tokens(unit.item.prompt) + extra, self._max_out, model.price)
+            worst = self.worst_cost(unit)
             if not await budget.reserve(worst):
                 return  # not started: the next attempt of the run does it
         if self._hold is not None:
             await self._held()
-        mp = self.progress.model(model.label)
+        mp = self._progress.model(model.label)
         mp.in_flight += 1
         cost = None
         started = time.perf_counter()
@@ -164,8 +165,8 @@ class RunContext:
         mp.in_flight -= 1
         if self._hold is not None and completion.latency_s < FAST_REPLY_S:
             self._fast_replies = True
-        if self.fail_fast is not None:
-            self.fail_fast.call_succeeded(model.label)
+        if self._fail_fast is not None:
+            self._fail_fast.call_succeeded(model.label)
         output = {"request_key": unit.key, "output_text": completion.text, "usage": completion.usage,
                   "response_id": completion.response_id, "latency_s": completion.latency_s, "cost_usd": cost}
         mp.cost_usd += cost or 0.0
@@ -197,19 +198,19 @@ class RunContext:
         if gen is None:
             from evalnb.suite.task_generation import merged_generation
 
-            state = self.tasks.get(unit.task_id)
+            state = self._tasks.get(unit.task_id)
             gen = cache[unit.task_id] = merged_generation(self._gen, getattr(getattr(state, "task", None),
                                                                              "generation", None))
         return gen
 
     def _loglikelihood(self, unit: Unit) -> Any:
         """The task's ``loglikelihood`` spec (None: a generation task)."""
-        state = self.tasks.get(unit.task_id)
+        state = self._tasks.get(unit.task_id)
         return getattr(getattr(state, "task", None), "loglikelihood", None)
 
     def answered(self, unit: Unit) -> None:
         """`unit.output` (the output cache's answer) stands for the call: extract, grade, store."""
-        self.progress.model(unit.model.label).reused += 1
+        self._progress.model(unit.model.label).reused += 1
         self._extract(unit, self._generated(unit, unit.output, reused=True))
 
     def reply(self, unit: Unit, output: Output | dict) -> None:
@@ -232,11 +233,11 @@ class RunContext:
     def _count_failure(self, unit: Unit, status: int | None, message: str) -> None:
         """A call made here failed: failures that hit every call of the model stop it
         (`runner.fail_fast`); its remaining units reach `call` and are stored as not run."""
-        if self.fail_fast is None:
+        if self._fail_fast is None:
             return
-        reason = self.fail_fast.call_failed(unit.model.label, status, message)
+        reason = self._fail_fast.call_failed(unit.model.label, status, message)
         if reason is not None:
-            self.progress.warn(f"{reason}; its remaining calls are not made (a resume sends them)")
+            self._progress.warn(f"{reason}; its remaining calls are not made (a resume sends them)")
 
     def not_run(self, unit: Unit, reason: str) -> None:
         """`unit` is not called (its model or task was stopped): stored as not run, with why."""
@@ -251,14 +252,14 @@ class RunContext:
         if output.get("cost_usd") is None:
             output["cost_usd"] = call_cost(output.get("usage"), unit.model.price)
         cost = output["cost_usd"]
-        self.progress.model(unit.model.label).cost_usd += cost or 0.0
-        self.budget.add(cost)
+        self._progress.model(unit.model.label).cost_usd += cost or 0.0
+        self._budget.add(cost)
         self._writer.put_outputs([output])
         return self._generated(unit, output, reused=False)
 
     def reused(self, unit: Unit) -> Sample:
         """`unit.output` (the cache's answer) as a `Sample`, not extracted or graded yet."""
-        self.progress.model(unit.model.label).reused += 1
+        self._progress.model(unit.model.label).reused += 1
         return self._generated(unit, unit.output, reused=True)
 
     def finish(self, results: Iterable[tuple[Sample, dict | None, bool]]) -> None:
@@ -289,6 +290,65 @@ class RunContext:
         """Samples generated and waiting for grading: an executor pauses its intake on this."""
         return self._grading.backlog()
 
+    # ---- the run's tasks, budget and counters, as an executor may use them -------------------------
+    @property
+    def task_ids(self) -> list[str]:
+        """The tasks that run (those that could not start are not among them)."""
+        return list(self._tasks)
+
+    def task(self, task_id: str) -> Any:
+        """The `suite.Task` (read it, do not change it)."""
+        return self._tasks[task_id].task
+
+    def per_sample(self, task_id: str) -> bool:
+        """Whether the task's grader grades sample by sample (else one batch grader at the end)."""
+        return bool(self._tasks[task_id].per_sample)
+
+    def worst_cost(self, unit: Unit, price: Any = MODEL_PRICE) -> float:
+        """The most `unit`'s call can cost (its prompt and instructions, ``max_output_tokens``) at
+        `price` (default: its model's; a batch executor passes its discounted one); 0 unpriced."""
+        from evalnb.providers.pricing import estimate_tokens, worst_case_cost
+
+        price = unit.model.price if price is MODEL_PRICE else price
+        if price is None:
+            return 0.0
+        extra = estimate_tokens(self._instructions) if self._instructions else 0
+        return worst_case_cost(estimate_tokens(unit.item.prompt) + extra, self._max_out, price)
+
+    def try_reserve(self, unit: Unit, price: Any = MODEL_PRICE) -> float | None:
+        """Hold `unit`'s `worst_cost` in the run's budget, without waiting: the amount held (0.0
+        without a budget), or None when it does not fit (do not send the call). End each hold
+        with `release` once the call has an outcome; `reply` charges what it really cost."""
+        if self._budget.limit is None:
+            return 0.0
+        worst = self.worst_cost(unit, price)
+        return worst if self._budget.try_reserve(worst) else None
+
+    def release(self, held: float) -> None:
+        """End a `try_reserve` hold (what the call cost is charged by `reply` / `generated`)."""
+        if self._budget.limit is not None:
+            self._budget.settle(held, None)
+
+    def calls_started(self, label: str, n: int = 1) -> None:
+        """`n` calls of model `label` are in flight elsewhere (the panel's in-flight count)."""
+        self._progress.model(label).in_flight += n
+
+    def calls_ended(self, label: str, n: int = 1) -> None:
+        """`n` of those calls came back (answered or not) or will not: no longer in flight."""
+        mp = self._progress.model(label)
+        mp.in_flight = max(0, mp.in_flight - n)
+
+    def count(self, label: str, *, retries: int = 0, rate_limited: int = 0, rate_limit_wait_s: float = 0.0) -> None:
+        """Retries and rate limits the executor met for model `label` (shown on the panel)."""
+        mp = self._progress.model(label)
+        mp.retries += int(retries)
+        mp.rate_limited += int(rate_limited)
+        mp.rate_limit_wait_s += float(rate_limit_wait_s)
+
+    def show(self, label: str, text: str | None) -> None:
+        """A line of the executor's own on model `label`'s panel row (e.g. its batches' state)."""
+        self._progress.model(label).batch = text or ""
+
     # ---- per-run executor state ---------------------------------------------------------------
     def load_state(self) -> dict[str, Any]:
         """What this executor saved for this run (key -> JSON value), also by an earlier attempt."""
@@ -306,18 +366,45 @@ class RunContext:
             self._charge_reused(sample, unit, output)
         usage = sample.usage
         if usage:
-            mp = self.progress.model(unit.model.label)
+            mp = self._progress.model(unit.model.label)
             mp.input_tokens += int(usage.get("input_tokens") or 0)
             mp.output_tokens += int(usage.get("output_tokens") or 0)
         return sample
 
     def _extract(self, unit: Unit, sample: Sample) -> None:
-        state = self.tasks[unit.task_id]
+        """Extract inline when it is quick; a search that needs longer goes off the loop
+        (`scoring.off_loop`) and the sample follows when it comes back (`extractions_done`)."""
+        from evalnb.scoring.off_loop import LATER
+
+        state = self._tasks[unit.task_id]
         try:
-            sample.extracted_output = state.extractor(sample.output_text)
+            value = state.extractor.now(sample.output_text)
         except Exception as exc:  # noqa: BLE001 - extraction never takes the run down
             self._grading.record(sample, error={"stage": "extraction", "message": str(exc)})
             return
+        if value is LATER:
+            self._grading.waiting(sample)
+            task = asyncio.ensure_future(self._extract_later(unit, sample, state))
+            self._extracting.add(task)
+            task.add_done_callback(self._extracting.discard)
+            return
+        sample.extracted_output = value
+        self._extracted(unit, sample, state)
+
+    async def _extract_later(self, unit: Unit, sample: Sample, state: Any) -> None:
+        try:
+            sample.extracted_output = await state.extractor.later(sample.output_text)
+        except Exception as exc:  # noqa: BLE001 - a timeout (or any failure) is the sample's error
+            self._grading.record(sample, error={"stage": "extraction", "message": str(exc)})
+            return
+        self._extracted(unit, sample, state)
+
+    async def extractions_done(self) -> None:
+        """Wait for the extractions running off the loop (the engine, before grading ends)."""
+        while self._extracting:
+            await asyncio.gather(*list(self._extracting), return_exceptions=True)
+
+    def _extracted(self, unit: Unit, sample: Sample, state: Any) -> None:
         if state.per_sample:
             self._grading.enqueue(sample, unit.item)
         else:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from evalnb.providers.model import Model
-from evalnb.runner.executors import executor_record
+from evalnb.runner.executors.registry import executor_record
 
 if TYPE_CHECKING:
     from evalnb.suite import Suite
@@ -114,7 +114,7 @@ def make_plan(
     judge_generation: Any = None,
     max_cost_usd: float | None = None,
 ) -> RunPlan:
-    from evalnb.runner.executors import check_executor
+    from evalnb.runner.executors.registry import check_executor
     from evalnb.suite.generation import Generation
     from evalnb.suite import Suite
 

@@ -1,6 +1,6 @@
 """A unit of a run's work (`Unit`), the request it stands for and the reply an executor hands back.
 
-The types an executor (`runner.executor`) passes to and from the run's `RunContext`.
+The types an executor (`runner.executors.base`) passes to and from the run's `RunContext`.
 """
 
 from __future__ import annotations

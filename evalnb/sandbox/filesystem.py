@@ -9,7 +9,10 @@ files, the system's shared libraries (``/usr``, ``/lib*``), a few files of ``/et
 library reads, and device nodes such as ``/dev/null``. ``/tmp``, ``/dev/shm`` and its
 ``HOME`` (the same path as the parent's worker folder) are one size-capped tmpfs that only
 this worker sees and that is gone with it. Nothing else exists: not your home, the working
-folder, the store, other runs, nor any socket file.
+folder, the store, other runs, nor any socket file. A folder put on ``sys.path`` by a ``.pth``
+file (an editable install: ``pip install -e .``, hatchling, poetry) or named by an editable
+finder is a project folder, with its ``.env``, ``.git``, notebooks and data: of it only the
+package folders and ``*.py`` modules are kept (`import_roots`).
 
 How (``pivot``), as bubblewrap and nsjail do it: in the worker's private mount namespace a
 tmpfs becomes the new root; each needed folder is bind-mounted into it and remounted
@@ -48,7 +51,7 @@ def read_only_paths(*, network: bool) -> list[str]:
     wanted = [p for p in _SYSTEM if os.path.lexists(p)]
     wanted += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(here)]
     wanted += [os.path.dirname(os.path.realpath(sys.executable))]
-    wanted += [p for p in sys.path[1:] if p and os.path.isabs(p)]
+    wanted += import_roots([p for p in sys.path[1:] if p and os.path.isabs(p)])
     wanted += [os.path.join("/etc", name) for name in (*_ETC, *(_ETC_NETWORK if network else ()))]
     real = sorted({os.path.realpath(p) for p in wanted if os.path.exists(p)})
     kept: list[str] = []
@@ -57,6 +60,80 @@ def read_only_paths(*, network: bool) -> list[str]:
             continue
         if not any(path.startswith(k.rstrip("/") + "/") for k in kept):
             kept.append(path)
+    return kept
+
+
+def _standard_dirs() -> list[str]:
+    """The interpreter's own library folders: stdlib, lib-dynload, site-packages (kept whole)."""
+    import site
+    import sysconfig
+
+    found = [p for p in sysconfig.get_paths().values() if p]
+    try:
+        found += site.getsitepackages() + [site.getusersitepackages()]
+    except AttributeError:  # an embedded interpreter's trimmed site module
+        pass
+    found += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    return [os.path.realpath(p) for p in found]
+
+
+def _inside(path: str, folders: list[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _is_module(entry: os.DirEntry) -> bool:
+    """A package folder (identifier name with Python files in it) or a module file beside them."""
+    name = entry.name
+    if name.startswith("."):
+        return False
+    try:
+        if entry.is_dir():
+            return name.isidentifier() and any(n.endswith(".py") for n in os.listdir(entry.path))
+    except OSError:
+        return False
+    stem = name.split(".", 1)[0]
+    return stem.isidentifier() and (name.endswith(".py") or name.endswith((".so", ".pyd")))
+
+
+def _editable_mappings(site_dirs: list[str]) -> list[str]:
+    """What editable finders (setuptools' ``__editable___*_finder.py``) map module names to."""
+    import ast
+    import glob
+
+    found = []
+    for folder in site_dirs:
+        for finder in glob.glob(os.path.join(glob.escape(folder), "__editable___*_finder.py")):
+            try:
+                tree = ast.parse(open(finder, encoding="utf-8").read())
+            except (OSError, SyntaxError, ValueError):
+                continue
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MAPPING" for t in node.targets):
+                    try:
+                        mapping = ast.literal_eval(node.value)
+                    except ValueError:
+                        continue
+                    found += [str(v) for v in mapping.values() if isinstance(v, str)]
+    return found
+
+
+def import_roots(entries: list[str]) -> list[str]:
+    """The paths to keep for ``sys.path`` entries: the interpreter's own folders whole; of any
+    other folder (one a ``.pth`` file added, e.g. an editable project) only its package
+    folders and module files; plus what editable finders map names to."""
+    standard = _standard_dirs()
+    kept: list[str] = []
+    for entry in entries:
+        real = os.path.realpath(entry)
+        if _inside(real, standard) or not os.path.isdir(real):
+            kept.append(entry)  # the interpreter's own, or a zip/egg file
+            continue
+        try:
+            with os.scandir(real) as listing:
+                kept += [e.path for e in listing if _is_module(e)]
+        except OSError:
+            continue
+    kept += _editable_mappings([p for p in standard if os.path.isdir(p)])
     return kept
 
 

@@ -106,3 +106,33 @@ def block_process_apis() -> list[str]:
     os.kill, os.killpg = kill, killpg
     patched += ["os.kill", "os.killpg"]
     return patched
+
+
+def explain_refused_calls(*, fallback: bool) -> list[str]:
+    """Give the calls the kernel filter refuses a readable error (the filter says only EPERM).
+
+    ``os.memfd_create``: its pages are held outside the address-space cap, so a grader could
+    take the machine's memory with it. In the ``fallback`` (no user namespace of its own), the
+    calls that change a file's mode, owner or times, links and renames.
+    """
+    import errno
+
+    def refuse(name: str, why: str):
+        def blocked(*args: object, **kwargs: object) -> None:
+            raise PermissionError(errno.EPERM, f"{name} is not allowed in the evalnb sandbox ({why})")
+
+        blocked.__name__ = name.rsplit(".", 1)[-1]
+        return blocked
+
+    patched = []
+    if hasattr(os, "memfd_create"):
+        os.memfd_create = refuse("os.memfd_create", "its memory would be outside the worker's memory cap")
+        patched.append("os.memfd_create")
+    if fallback:
+        why = "without namespaces the worker may change no file's mode, owner, times or links"
+        for name in ("chmod", "fchmod", "lchmod", "chown", "fchown", "lchown", "utime", "mknod", "link",
+                     "symlink", "rename", "replace", "setxattr", "removexattr"):
+            if hasattr(os, name):
+                setattr(os, name, refuse(f"os.{name}", why))
+                patched.append(f"os.{name}")
+    return patched

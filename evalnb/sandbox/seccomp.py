@@ -13,8 +13,11 @@ it), mounting or leaving the worker's namespaces (mount, umount, the new mount A
 pivot_root, chroot, setns, unshare, open_by_handle_at), sockets (``socket`` for every family,
 or every family but AF_INET/AF_INET6 for a task opted into the network: no unix socket such as
 ssh-agent's or Docker's, no netlink, no vsock; ``socketpair`` stays), the kernel keyrings, io_uring,
-bpf, perf events, userfaultfd, and on x86-64 a handful of host-administration calls
-(reboot, module loading, clock setting, swap, acct). Threads still work: clone3 answers
+bpf, perf events, userfaultfd, memory outside every cap (``memfd_create``, System V
+``shmget``), and on x86-64 a handful of host-administration calls
+(reboot, module loading, clock setting, swap, acct). Without a user namespace of its own
+(the fallback), also every change of a file's mode, owner, times or extended attributes,
+``mknod``, ``link``/``symlink`` and ``rename``. Threads still work: clone3 answers
 ENOSYS so libc falls back to clone, whose flags the filter can inspect. Supported on Linux x86-64 and aarch64; elsewhere
 ``install`` returns a reason and the worker relies on rlimits and Python-level guards.
 This module imports only the standard library because the worker loads it by path.
@@ -52,6 +55,21 @@ _DENIED = {
     "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
     "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
     "bpf": (321, 280), "perf_event_open": (298, 241), "userfaultfd": (323, 282),
+    # memory no cap counts: memfd pages and System V segments live outside the address space
+    # (RLIMIT_AS) and, for SysV, outlive the worker where it has no IPC namespace of its own
+    "memfd_create": (319, 279), "shmget": (29, 194),
+}  # fmt: skip
+# Refused only without a user namespace of its own (the fallback), where the worker keeps the
+# caller's uid (or root) and Landlock, which does not cover them, is the only file barrier:
+# changing modes, owners, times and extended attributes, device nodes, links and renames.
+_FALLBACK_DENIED = {
+    "chmod": (90, None), "fchmod": (91, 52), "fchmodat": (268, 53), "fchmodat2": (452, 452),
+    "chown": (92, None), "fchown": (93, 55), "lchown": (94, None), "fchownat": (260, 54),
+    "utime": (132, None), "utimes": (235, None), "futimesat": (261, None), "utimensat": (280, 88),
+    "mknod": (133, None), "mknodat": (259, 33), "link": (86, None), "linkat": (265, 37),
+    "symlink": (88, None), "symlinkat": (266, 36), "rename": (82, None), "renameat": (264, 38),
+    "renameat2": (316, 276), "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7),
+    "removexattr": (197, 14), "lremovexattr": (198, 15), "fremovexattr": (199, 16),
 }  # fmt: skip
 _ADMIN_X86_64 = (  # reboot/modules/clocks/swap/acct/hostnames... only checked on x86-64
     159, 163, 164, 167, 168, 169, 170, 171, 175, 176, 227, 246, 305, 313, 320,
@@ -68,7 +86,8 @@ _AF_INET, _AF_INET6 = 2, 10
 _ARCHES = {"x86_64": (0, 0xC000003E), "amd64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7), "arm64": (1, 0xC00000B7)}
 
 
-def _program(arch: str, own_pid: int, network: bool = False) -> list[tuple[int, object, object, int]]:
+def _program(arch: str, own_pid: int, network: bool = False,
+             fallback: bool = False) -> list[tuple[int, object, object, int]]:
     """The filter as (code, jump-if-true, jump-if-false, k); jumps may be label names."""
     col, audit_arch = _ARCHES[arch]
     prog: list[tuple[int, object, object, int]] = [
@@ -80,6 +99,8 @@ def _program(arch: str, own_pid: int, network: bool = False) -> list[tuple[int, 
     if col == 0:
         prog.append((_JGE, "deny", 0, _X32_BIT))  # the x32 ABI aliases every syscall
     denied = [nrs[col] for nrs in _DENIED.values() if nrs[col] is not None]
+    if fallback:
+        denied += [nrs[col] for nrs in _FALLBACK_DENIED.values() if nrs[col] is not None]
     if col == 0:
         denied += list(_ADMIN_X86_64)
     prog += [(_JEQ, "deny", 0, nr) for nr in denied]
@@ -117,11 +138,13 @@ def _program(arch: str, own_pid: int, network: bool = False) -> list[tuple[int, 
     return [(code, offset(jt, i), offset(jf, i), k) for i, (code, jt, jf, k) in enumerate(prog)]
 
 
-def install(*, network: bool = False) -> str | None:
+def install(*, network: bool = False, fallback: bool = False) -> str | None:
     """Install the filter on the calling process; returns None on success, else the reason.
 
     ``network``: the worker's task was opted into the network, so ``socket`` may make
     AF_INET/AF_INET6 sockets (never AF_UNIX, AF_NETLINK, AF_VSOCK or any other family).
+    ``fallback``: the worker has no user namespace of its own (it runs as the caller, maybe
+    root): also refuse chmod/chown/utime/xattr changes, mknod, links and renames anywhere.
     """
     if not sys.platform.startswith("linux"):
         return f"seccomp is Linux-only (platform {sys.platform})"
@@ -130,7 +153,7 @@ def install(*, network: bool = False) -> str | None:
         return f"no seccomp filter for architecture {arch}"
     import ctypes
 
-    program = _program(arch, os.getpid(), network)
+    program = _program(arch, os.getpid(), network, fallback)
     raw = b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in program)
     buffer = ctypes.create_string_buffer(raw, len(raw))
 

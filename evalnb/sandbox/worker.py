@@ -477,8 +477,13 @@ def main(argv: list[str]) -> None:
         # no root of its own (no namespaces, or building it failed): Landlock, where the kernel has it
         isolation.update(landlock.restrict(read_only=namespaces.fs.read_only_paths(network=network),
                                            writable=[workdir], network=network))
+    fallback = not isolation.get("own_user_namespace")
     isolation["python_guards"] = bool(limits.block_process_apis())
-    reason = seccomp.install(network=network) if config.get("seccomp", True) else "disabled by the parent"
+    if config.get("seccomp", True):
+        limits.explain_refused_calls(fallback=fallback)
+        reason = seccomp.install(network=network, fallback=fallback)
+    else:
+        reason = "disabled by the parent"
     isolation["seccomp"] = reason is None
     if reason is not None:
         isolation["seccomp_error"] = reason

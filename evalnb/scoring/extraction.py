@@ -25,8 +25,11 @@ Choices where the specification is silent:
   seconds, on the runner's event loop.
 - ``regex`` / ``regex_last`` search the *raw* text (the pattern's author sees exactly what the
   model produced): ``$`` matches at the cut and a match cannot cross it. ``regex_last`` looks at the first 10,000 matches
-  and returns the last of them. A search running over 0.25 s counts as no match (for
-  ``regex_last`` the whole search). The group is returned as matched, "" included; a group
+  and returns the last of them. A search running over 0.25 s of CPU time counts as no match
+  in `extract_output` (for ``regex_last`` the whole search); an extractor made with
+  ``strict=True`` (the runner's) raises `ExtractionTimeout` instead, so the sample records
+  why. Searches release the GIL (the ``regex`` module's ``concurrent``), so a thread can run
+  them beside an event loop (`scoring.off_loop`). The group is returned as matched, "" included; a group
   that did not take part gives ``None``. ``group`` may be an int, a name, or a digit string.
 - ``take_first``, ``label_set`` and ``number`` read the *cleaned* text, so a reasoning block
   cannot supply the label or the number.
@@ -47,7 +50,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import regex
 
-__all__ = ["clean_output", "compile_pattern", "extract_output", "make_extractor"]
+__all__ = ["ExtractionTimeout", "clean_output", "compile_pattern", "extract_output", "make_extractor",
+           "may_run_long"]
 
 MAX_PATTERN_CHARS = 1_000
 MAX_INPUT_CHARS = 100_000
@@ -55,6 +59,11 @@ MAX_MATCHES = 10_000
 REGEX_TIMEOUT_S = 0.25
 
 Extractor = Callable[[str], "str | None"]
+BOUNDED_TYPES = ("regex", "regex_last", "label_set")  # the types whose search has a time bound
+
+
+class ExtractionTimeout(Exception):
+    """A strict extractor's search ran over its time bound (not the same as "no match")."""
 
 _FLAG_NAMES = {"i": "IGNORECASE", "m": "MULTILINE", "s": "DOTALL", "x": "VERBOSE"}
 
@@ -120,15 +129,28 @@ def extract_output(text: str | None, spec: Any) -> str | None:
     return make_extractor(spec)(text)
 
 
-def make_extractor(spec: Any) -> Callable[[str | None], str | None]:
-    """Check ``spec`` once and return the extractor; the runner builds one per task."""
+def may_run_long(spec: Any) -> bool:
+    """Whether ``spec``'s search can take long enough to need its time bound (regex-based types)."""
+    return _param(spec, "type") in BOUNDED_TYPES
+
+
+def make_extractor(spec: Any, *, timeout: float = REGEX_TIMEOUT_S,
+                   strict: bool = False) -> Callable[[str | None], str | None]:
+    """Check ``spec`` once and return the extractor; the runner builds one per task.
+
+    ``timeout``: seconds of CPU time a search may take; past it the extractor returns None,
+    or raises `ExtractionTimeout` when ``strict``.
+    """
     kind = _param(spec, "type")
     kind = "none" if kind is None else kind
     factory = _FACTORIES.get(kind) if isinstance(kind, str) else None
     if factory is None:
         known = ", ".join(sorted(_FACTORIES))
         raise ValueError(f"unknown output_extraction type {kind!r}; expected one of {known}")
-    extractor = factory(spec)
+    if kind in BOUNDED_TYPES:
+        extractor = factory(spec, _Bound(kind, _param(spec, "pattern"), timeout, strict))
+    else:
+        extractor = factory(spec)
 
     def run(text: str | None) -> str | None:
         if text is None:
@@ -138,6 +160,22 @@ def make_extractor(spec: Any) -> Callable[[str | None], str | None]:
         return extractor(text[:MAX_INPUT_CHARS])
 
     return run
+
+
+class _Bound:
+    """A bounded type's time limit, and what running over it gives (None, or the error)."""
+
+    __slots__ = ("kind", "pattern", "timeout", "strict")
+
+    def __init__(self, kind: str, pattern: Any, timeout: float, strict: bool) -> None:
+        self.kind, self.pattern, self.timeout, self.strict = kind, pattern, timeout, strict
+
+    def timed_out(self) -> None:
+        """Past the bound: None (the caller returns it), or `ExtractionTimeout` when strict."""
+        if self.strict:
+            what = f"the pattern {self.pattern!r}" if self.pattern is not None else "the labels"
+            raise ExtractionTimeout(f"output_extraction {self.kind} timed out: the search for {what} ran over "
+                                    f"{self.timeout:g} s of CPU time (a catastrophic-backtracking reply?)")
 
 
 def _param(spec: Any, name: str) -> Any:
@@ -260,33 +298,37 @@ def _regex_setup(spec: Any, kind: str) -> tuple[regex.Pattern, int | str]:
     return compiled, group
 
 
-def _make_regex(spec: Any) -> Extractor:
+def _make_regex(spec: Any, bound: _Bound | None = None) -> Extractor:
     compiled, group = _regex_setup(spec, "regex")
+    bound = bound or _Bound("regex", _param(spec, "pattern"), REGEX_TIMEOUT_S, False)
+    timeout = bound.timeout
 
     def first_match(text: str) -> str | None:
         try:
-            match = compiled.search(text[:MAX_INPUT_CHARS], timeout=REGEX_TIMEOUT_S)
+            match = compiled.search(text[:MAX_INPUT_CHARS], timeout=timeout, concurrent=True)
         except TimeoutError:
-            return None
+            return bound.timed_out()
         return None if match is None else match.group(group)
 
     return first_match
 
 
-def _make_regex_last(spec: Any) -> Extractor:
+def _make_regex_last(spec: Any, bound: _Bound | None = None) -> Extractor:
     compiled, group = _regex_setup(spec, "regex_last")
+    bound = bound or _Bound("regex_last", _param(spec, "pattern"), REGEX_TIMEOUT_S, False)
+    timeout = bound.timeout
 
     def last_match(text: str) -> str | None:
         last = None
         try:
             for count, match in enumerate(
-                compiled.finditer(text[:MAX_INPUT_CHARS], timeout=REGEX_TIMEOUT_S), 1
+                compiled.finditer(text[:MAX_INPUT_CHARS], timeout=timeout, concurrent=True), 1
             ):
                 last = match
                 if count == MAX_MATCHES:
                     break
         except TimeoutError:
-            return None
+            return bound.timed_out()
         return None if last is None else last.group(group)
 
     return last_match
@@ -295,7 +337,7 @@ def _make_regex_last(spec: Any) -> Extractor:
 # --- label_set ----------------------------------------------------------------------------
 
 
-def _make_label_set(spec: Any) -> Extractor:
+def _make_label_set(spec: Any, bound: _Bound | None = None) -> Extractor:
     labels = _param(spec, "labels")
     if not isinstance(labels, (list, tuple)) or not labels:
         raise ValueError("label_set: labels must be a non-empty list of strings")
@@ -306,12 +348,14 @@ def _make_label_set(spec: Any) -> Extractor:
     if not isinstance(case_sensitive, bool):
         raise ValueError(f"label_set: case_sensitive must be true or false, got {case_sensitive!r}")
     ordered, pattern = _label_pattern(tuple(labels), case_sensitive)
+    bound = bound or _Bound("label_set", None, REGEX_TIMEOUT_S, False)
+    timeout = bound.timeout
 
     def label_set(text: str) -> str | None:
         try:
-            match = pattern.search(clean_output(text), timeout=REGEX_TIMEOUT_S)
+            match = pattern.search(clean_output(text), timeout=timeout, concurrent=True)
         except TimeoutError:
-            return None
+            return bound.timed_out()
         return None if match is None else ordered[match.lastindex - 1]
 
     return label_set

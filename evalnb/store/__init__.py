@@ -22,7 +22,8 @@ from evalnb.redaction import redact
 from evalnb.store._reuse import row_digest
 from evalnb.store._runs import MAX_EPOCHS, RUN_STATUSES, UnknownRunError, UnknownSuiteError, new_run_id
 from evalnb.store._schema import SCHEMA_VERSION
-from evalnb.store._store import Store, default_store_path
+from evalnb.store._store import Store, default_store_path, open_store
+from evalnb.store._trust import foreign_run, run_endpoints, sign_run, trust_key_path
 from evalnb.store._writer import StoreWriteError, StoreWriter
 
 __all__ = [
@@ -40,13 +41,18 @@ __all__ = [
     "canonical_json",
     "default_store_path",
     "epoch_request_key",
+    "foreign_run",
     "new_run_id",
+    "open_store",
     "redact",
     "repeat_request_key",
     "request_key",
     "request_key_function",
     "row_digest",
+    "run_endpoints",
     "run_signature",
     "sanitize_models",
+    "sign_run",
     "text_hash",
+    "trust_key_path",
 ]

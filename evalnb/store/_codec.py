@@ -17,35 +17,28 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from evalnb.redaction import Redactor
-from evalnb.sample import SAMPLE_FIELDS, STORED_FIELDS, Sample
+from evalnb.sample import SAMPLE_FIELDS, Sample
+from evalnb.store._columns import KEY_COLUMNS, SampleColumns, columns_for
 
 # "not_run": never called, its model or task stopped by a failure that hits every call (its
 # error says why); a resume runs it
 SAMPLE_STATUSES = ("queued", "generating", "scoring", "completed", "failed", "not_run")
 FINISHED_SAMPLE_STATUSES = ("completed", "failed")
 
-_KEY_COLS = ("run_id", "task_id", "model", "sample_index", "epoch")
-_TEXT_FIELDS = ("target", "output_text", "extracted_output", "response_id", "log")
-_KEY_FIELDS = ("request_key", "grader_key")  # hex digests: nothing to redact
-_JSON_FIELDS = ("scores", "judge", "error", "usage")
-_TIME_FIELDS = ("started_at", "completed_at")
+_KEY_COLS = KEY_COLUMNS
 _SKIP, _TEXT, _JSON, _PROMPT, _ROW, _FLOAT, _TIME, _KEY, _FLAG = range(9)
-_KINDS = {
-    **dict.fromkeys(("run_id", "task_id", "model", "sample_index", "epoch", "status", "created_at"), _SKIP),
-    **dict.fromkeys(_TEXT_FIELDS, _TEXT),
-    **dict.fromkeys(_KEY_FIELDS, _KEY),
-    **dict.fromkeys(_JSON_FIELDS, _JSON),
-    **dict.fromkeys(_TIME_FIELDS, _TIME),
-    "prompt": _PROMPT,
-    "prompt_text": _PROMPT,
-    "dataset_row": _ROW,
-    "latency_s": _FLOAT,
-    "cost_usd": _FLOAT,
-    "cached": _FLAG,
-    "missing_field": _FLAG,
-}
-assert set(STORED_FIELDS) <= set(_KINDS), "every stored Sample field has an encoding"
-_COLUMN = {"prompt": "prompt_hash", "prompt_text": "prompt_text_hash", "dataset_row": "dataset_row_hash"}
+# a field's kind (`evalnb.sample.stored`) -> how it is encoded; the key and status lead every row
+_ENCODING = {"key": _SKIP, "text": _TEXT, "digest": _KEY, "json": _JSON, "text_ref": _PROMPT, "json_ref": _ROW,
+             "real": _FLOAT, "flag": _FLAG, "bool": _FLAG, "time": _TIME}
+
+
+def _encodings(columns: SampleColumns) -> dict[str, int]:
+    """field -> its encoding (``created_at`` is set by the encoder itself: first insert only)."""
+    return {name: _SKIP if name == "created_at" else _ENCODING[kind] for name, kind in columns.kinds.items()}
+
+
+_SAMPLES = columns_for(Sample)
+_KINDS = _encodings(_SAMPLES)
 
 
 def _unsupported(value: Any) -> Any:
@@ -112,18 +105,20 @@ def _sample_sql(cols: tuple[str, ...], update_created: bool) -> str:
 
 
 @lru_cache(maxsize=256)
-def _fields(keys: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+def _fields(keys: tuple[str, ...], columns: SampleColumns = _SAMPLES) -> tuple[tuple[str, int], ...]:
     """(name, kind) of the stored fields among a sample's keys, in the sample's order.
 
     The runner's samples all have the same keys, so this is worked out once per key order
     instead of once per field of every sample.
     """
-    return tuple((name, kind) for name in keys if (kind := _KINDS.get(name)) is not None and kind != _SKIP)
+    kinds = _KINDS if columns is _SAMPLES else _encodings(columns)
+    return tuple((name, kind) for name in keys if (kind := kinds.get(name)) is not None and kind != _SKIP)
 
 
 @lru_cache(maxsize=256)
 def _sample_sql_for(fields: tuple[tuple[str, int], ...], stamp: bool, update_created: bool) -> str:
-    cols = [*_KEY_COLS, "status", *(_COLUMN.get(name, name) for name, _ in fields)]
+    # a text kept once (`texts`): the row holds its digest, in `<field>_hash` (store._columns.column_of)
+    cols = [*_KEY_COLS, "status", *(f"{name}_hash" if kind in (_PROMPT, _ROW) else name for name, kind in fields)]
     cols += ["completed_at"] * stamp + ["created_at"]
     return _sample_sql(tuple(cols), update_created)
 
@@ -134,9 +129,18 @@ def _where(s: Any) -> str:
     return f"sample (task_id={get('task_id')!r}, model={get('model')!r}, sample_index={get('sample_index')!r}{epoch})"
 
 
-# A Sample's stored fields but the key and status (which lead every row), and how each is encoded.
-_SAMPLE_KINDS = tuple((name, _KINDS[name]) for name in STORED_FIELDS if _KINDS[name] != _SKIP)
-_sample_values = attrgetter(*(name for name, _ in _SAMPLE_KINDS))
+@lru_cache(maxsize=16)
+def _plan(cls: type) -> tuple[tuple[tuple[str, int], ...], Any]:
+    """A Sample type's stored fields but the key and status (which lead every row), how each is
+    encoded, and a getter of their values in that order."""
+    kinds = _encodings(columns_for(cls))
+    fields = tuple((name, kinds[name]) for name, kind in columns_for(cls).kinds.items()
+                   if kinds[name] != _SKIP and name not in _STORE_ONLY)
+    return fields, attrgetter(*(name for name, _ in fields))
+
+
+_STORE_ONLY = ("grader_key", "started_at", "completed_at")  # not Sample fields: the store's own
+_SAMPLE_KINDS, _sample_values = _plan(Sample)
 
 
 class SampleEncoder:
@@ -154,8 +158,9 @@ class SampleEncoder:
 
     _CACHE_LIMIT = 50_000
 
-    def __init__(self, redactor: Redactor | None = None) -> None:
+    def __init__(self, redactor: Redactor | None = None, columns: SampleColumns = _SAMPLES) -> None:
         self._redact = (redactor or Redactor()).text
+        self._columns = columns  # which fields a sample dict may carry (a Sample subclass's too)
         self._prompts: dict[str, bytes] = {}
         # (run_id, task_id, sample_index) -> (the row object, its digest); hit only on the same object
         self._rows: dict[tuple[str, str, int], tuple[Any, bytes]] = {}
@@ -188,7 +193,7 @@ class SampleEncoder:
             ops: list[Op] = []
             for s in samples:
                 ops.append(self._encode(s, run_id, now))
-                if type(s) is Sample:
+                if isinstance(s, Sample):
                     calls, rid, key = s.judge_calls, run_id, (s.task_id, s.model, s.sample_index, s.epoch)
                 elif isinstance(s, Mapping):
                     calls, rid = s.get("judge_calls"), s.get("run_id") or run_id
@@ -238,9 +243,13 @@ class SampleEncoder:
         if type(s) is Sample:  # the runner's samples: every stored field, in the type's order
             return self._encode_fields(s, run_id, s.task_id, s.model, s.sample_index, s.epoch, s.status,
                                        _SAMPLE_KINDS, _sample_values(s), now, None, False)
+        if isinstance(s, Sample):  # a subclass: its own fields too
+            fields, values = _plan(type(s))
+            return self._encode_fields(s, run_id, s.task_id, s.model, s.sample_index, s.epoch, s.status,
+                                       fields, values(s), now, None, False)
         if not isinstance(s, Mapping):
             raise TypeError(f"a sample must be a Sample or a dict, got {type(s).__name__}")
-        fields = _fields(tuple(s))
+        fields = _fields(tuple(s), self._columns)
         return self._encode_fields(s, s.get("run_id") or run_id, s.get("task_id"), s.get("model"),
                                    s.get("sample_index"), s.get("epoch", 0), s.get("status"), fields,
                                    [s[name] for name, _ in fields], now, s.get("created_at"), "completed_at" in s)
@@ -464,4 +473,4 @@ def _multi_row_sql(head: str, values: str, tail: str, n: int) -> str:
     return head + ", ".join([values] * n) + tail
 
 
-JSON_FIELDS = ("scores", "judge", "error", "usage", "dataset_row")
+JSON_FIELDS = tuple(sorted(_SAMPLES.json))  # read back decoded

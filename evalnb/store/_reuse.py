@@ -15,28 +15,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from evalnb.sample import Sample
 from evalnb.store._codec import Op, from_json, text_hash, to_json
+from evalnb.store._columns import SampleColumns, columns_for
 
 # per model: the primary key (run, task, model, index, epoch) then walks one narrow stretch
 _RANGE = "run_id = ? AND task_id = ? AND model = ? AND sample_index BETWEEN ? AND ? AND status = 'completed'"
 
 # An UPSERT, not INSERT OR REPLACE: a replaced row would leave without its delete trigger, and
-# the `scores` table (store/_scores.py) would keep score keys the copy does not have.
-_COPIED = ("status", "prompt_hash", "target", "output_text", "extracted_output", "scores", "judge", "error", "latency_s",
-           "usage", "response_id", "dataset_row_hash", "request_key", "grader_key", "created_at", "started_at",
-           "completed_at", "prompt_text_hash", "log", "cost_usd", "cached", "missing_field")
-_COPY_SQL = (
-    "INSERT INTO samples (run_id, task_id, model, sample_index, epoch, status, prompt_hash, target, "
-    "output_text, extracted_output, scores, judge, error, latency_s, usage, response_id, dataset_row_hash, "
-    "request_key, grader_key, created_at, started_at, completed_at, prompt_text_hash, log, cost_usd, cached, "
-    "missing_field) "
-    "SELECT ?, task_id, model, sample_index, epoch, status, prompt_hash, target, output_text, extracted_output, "
-    "scores, judge, error, latency_s, usage, response_id, dataset_row_hash, request_key, grader_key, "
-    "?, started_at, ?, prompt_text_hash, log, 0, 1, missing_field FROM samples WHERE run_id = ? AND task_id = ? AND model = ? "
-    "AND sample_index = ? AND epoch = ? AND status = 'completed' "
-    "ON CONFLICT (run_id, task_id, model, sample_index, epoch) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in _COPIED)
-)
+# the `scores` table (store/_scores.py) would keep score keys the copy does not have. Every
+# column is copied (the list comes from `Sample`'s fields: a new one is copied too) but these:
+# the new run's id and times, and a copy costs nothing in this run (answered from the store).
+ON_COPY = {"run_id": "?", "created_at": "?", "completed_at": "?", "cost_usd": "0", "cached": "1"}
+_COPY_SQL, _COPY_PARAMS = columns_for(Sample).copy_sql(ON_COPY)
+assert _COPY_PARAMS == ("run_id", "created_at", "completed_at")  # (to_run, now, now) below
 # A copied sample's grader model calls come along, as answered from the store (no cost here).
 _COPY_CALLS_SQL = (
     "INSERT OR REPLACE INTO judge_calls (run_id, task_id, model, sample_index, epoch, call, kind, judge_model, "
@@ -108,14 +100,16 @@ class GradeReuse:
         params = [(to_run, now, now, from_run, t, m, i, e) for t, m, i, e in keys]
         if not params:
             return 0
+        sql = self.sample_columns.copy_sql(ON_COPY)[0]  # type: ignore[attr-defined]
         with self._transaction() as conn:  # type: ignore[attr-defined]
-            conn.executemany(_COPY_SQL, params)
+            conn.executemany(sql, params)
             if conn.execute("SELECT 1 FROM judge_calls WHERE run_id = ? LIMIT 1", (from_run,)).fetchone():
                 conn.executemany(_COPY_CALLS_SQL, [(to_run, now, from_run, t, m, i, e) for t, m, i, e in keys])
         return len(params)
 
 
-def copy_ops(from_run: str, to_run: str, task_id: str, model: str, epoch: int, indexes: list[int], now: int) -> list[Op]:
+def copy_ops(from_run: str, to_run: str, task_id: str, model: str, epoch: int, indexes: list[int], now: int,
+             columns: SampleColumns | None = None) -> list[Op]:
     """The writes that copy the completed samples `indexes` of (task, model, epoch) from one run
     to another, and their grader model calls (as answered from the store).
 
@@ -124,7 +118,8 @@ def copy_ops(from_run: str, to_run: str, task_id: str, model: str, epoch: int, i
     """
     marks = ", ".join("?" * len(indexes))
     where = f"AND epoch = ? AND sample_index IN ({marks})"
-    samples = _COPY_SQL.replace("AND sample_index = ? AND epoch = ?", where)
+    sql = _COPY_SQL if columns is None else columns.copy_sql(ON_COPY)[0]  # a Sample subclass's columns too
+    samples = sql.replace("AND sample_index = ? AND epoch = ?", where)
     calls = _COPY_CALLS_SQL.replace("AND sample_index = ? AND epoch = ?", where)
     return [Op(samples, (to_run, now, now, from_run, task_id, model, epoch, *indexes)),
             Op(calls, (to_run, now, from_run, task_id, model, epoch, *indexes))]

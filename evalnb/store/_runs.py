@@ -179,7 +179,7 @@ def _owner_gone(pid: int | None, host: str | None, token: str | None, updated: i
 
 
 class RunRecords:
-    """The run half of `Store` (needs `_rows`, `_transaction`, `_scrub`, `add_secrets`, `path`)."""
+    """The run half of `Store` (needs `_rows`, `_transaction`, `_scrub`, `_redactor`, `add_secrets`, `path`)."""
 
     def create_run(
         self,
@@ -244,9 +244,9 @@ class RunRecords:
                 "owner_token, created_at, started_at, updated_at, epochs, name) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    run_id, suite_version, status, to_json(clean_models), canonical_json(gen),
-                    None if tasks is None else to_json(tasks), max_samples, concurrency, judge_model,
-                    embedding_model, signature, to_json(meta), to_json(package_versions()), owner.pid,
+                    run_id, suite_version, status, self._redactor.text(to_json(clean_models)), canonical_json(gen),
+                    None if tasks is None else self._redactor.text(to_json(tasks)), max_samples, concurrency,
+                    self._scrub(judge_model), self._scrub(embedding_model), signature, to_json(meta), to_json(package_versions()), owner.pid,
                     owner.host, owner.token, now, now if status == "in_progress" else None, now, epochs, name,
                 ),
             )
@@ -392,7 +392,7 @@ class RunRecords:
                 raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
             summary = from_json(row[0]) or {}
             summary["planned"] = {str(t): {str(m): int(n) for m, n in per.items()} for t, per in planned.items()}
-            conn.execute("UPDATE runs SET summary = ? WHERE run_id = ?", (to_json(summary), run_id))
+            conn.execute("UPDATE runs SET summary = ? WHERE run_id = ?", (self._redactor.text(to_json(summary)), run_id))
 
     def planned(self, run_id: str) -> dict[str, dict[str, int]] | None:
         """`set_planned`'s counts ({task: {model: n}}), or None for a run recorded before them."""
@@ -535,6 +535,8 @@ class RunRecords:
             conn.execute("DELETE FROM task_metrics WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM judge_calls WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM executor_state WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM pairwise_calls WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM pairwise_judges WHERE run_id = ?", (run_id,))
         with _ACTIVE_LOCK:
             _ACTIVE_RUNS.discard(run_id)
 

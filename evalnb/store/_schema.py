@@ -15,7 +15,7 @@ from pathlib import Path
 from evalnb.errors import EvalnbError
 from evalnb.store._scores import add_scores_table
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Large, repeated texts (prompts, dataset rows) live once in `texts`, keyed by a 16-byte
 # BLAKE2b digest: the same prompt is shared by every model of a run and by every re-run.
@@ -222,9 +222,43 @@ def _v7_to_v8_output_cost(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE outputs ADD COLUMN cost_usd REAL")
 
 
+def _v8_to_v9_pairwise(conn: sqlite3.Connection) -> None:
+    """Issue 32: pairwise judgements. `pairwise_judges`: each judge set-up a run was judged
+    with (model, template, generation; `judge` is its digest). `pairwise_calls`: one row per
+    judge call (an item shown in one order: `first` then `second`, candidate names), the
+    verdict read from its reply (first, second or tie; NULL with `error` when it could not be read), the
+    reply text, what it cost and whether the store answered it. A crashed pass resumes from
+    these rows; `evalnb.report` shows them."""
+    conn.execute("""CREATE TABLE pairwise_judges (
+        run_id TEXT NOT NULL,
+        judge TEXT NOT NULL,
+        judge_model TEXT NOT NULL,
+        setup TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, judge))""")
+    conn.execute("""CREATE TABLE pairwise_calls (
+        run_id TEXT NOT NULL,
+        judge TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        sample_index INTEGER NOT NULL,
+        epoch INTEGER NOT NULL,
+        first TEXT NOT NULL,
+        second TEXT NOT NULL,
+        verdict TEXT,
+        error TEXT,
+        request_key TEXT NOT NULL,
+        output_text TEXT,
+        usage TEXT,
+        latency_s REAL,
+        cost_usd REAL,
+        cached INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (run_id, judge, task_id, sample_index, epoch, first, second))""")
+
+
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2_epochs, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5_judges_and_cost,
                                     5: _v5_to_v6_sample_flags_and_executor_state, 6: _v6_to_v7_scores_table,
-                                    7: _v7_to_v8_output_cost}
+                                    7: _v7_to_v8_output_cost, 8: _v8_to_v9_pairwise}
 
 
 # The writer's connection reads the B-tree pages it updates through a memory map (no read() per
@@ -251,6 +285,21 @@ def connect(path: Path, *, timeout: float = 30.0, mmap_bytes: int = 0) -> sqlite
         conn.close()
         raise
     return conn
+
+
+def connect_read_only(path: Path, *, timeout: float = 30.0) -> sqlite3.Connection:
+    """A connection that cannot write: for a store whose schema holds objects evalnb did not make."""
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=timeout, isolation_level=None,
+                           check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+    conn.execute("PRAGMA trusted_schema = OFF")
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def stored_version(conn: sqlite3.Connection) -> int | None:
+    """The schema version the file records (None: no evalnb schema yet)."""
+    return _stored_version(conn)
 
 
 def _stored_version(conn: sqlite3.Connection) -> int | None:

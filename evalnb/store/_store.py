@@ -12,8 +12,6 @@ from typing import Any
 
 from evalnb.errors import EvalnbError
 from evalnb.store._codec import (
-    JSON_FIELDS,
-    SAMPLE_FIELDS,
     SAMPLE_STATUSES,
     SampleEncoder,
     encode_output,
@@ -23,9 +21,13 @@ from evalnb.store._codec import (
 )
 from evalnb.redaction import Redactor
 from evalnb.store._keys import canonical_json
+from evalnb.sample import Sample
+from evalnb.store._columns import columns_for, ensure_sample_columns
+from evalnb.store._pairwise import PairwiseRecords
 from evalnb.store._reuse import GradeReuse
 from evalnb.store._runs import RunRecords, UnknownSuiteError, _now, error_text
-from evalnb.store._schema import WRITER_MMAP_BYTES, connect, ensure_schema
+from evalnb.store._schema import WRITER_MMAP_BYTES, connect, connect_read_only, ensure_schema, stored_version
+from evalnb.store._schema_check import unexpected_schema
 from evalnb.store._scores import distinct_keys, lean_arrays, series_firsts
 from evalnb.store._writer import StoreWriter
 
@@ -40,23 +42,63 @@ def default_store_path() -> Path:
     return evalnb_home() / "evalnb.sqlite"
 
 
-class Store(RunRecords, GradeReuse):
+def open_store(store: Any = None, *, must_exist: bool = True) -> Store:
+    """``store=`` as the public functions take it: None (the evalnb home's), a `Store`, or the
+    path of a ``.sqlite`` file (one received from someone else, say). ``must_exist``: a path
+    that is no file is an error (reading, resuming), rather than a new empty store (a run)."""
+    if store is None:
+        return Store()
+    if isinstance(store, Store):
+        return store
+    if isinstance(store, (str, os.PathLike)):
+        path = Path(store).expanduser()
+        if path.is_dir():
+            raise EvalnbError(f"store={str(store)!r} is a folder; give the .sqlite file (e.g. {path / 'evalnb.sqlite'})")
+        if must_exist and not path.is_file():
+            raise EvalnbError(f"no evalnb store at {path} (store= takes a Store or the path of a .sqlite file)")
+        return Store(path)
+    raise TypeError(f"store= takes an evalnb Store or the path of a .sqlite file, got {type(store).__name__}")
+
+
+class Store(RunRecords, GradeReuse, PairwiseRecords):
     """SQLite store in WAL mode: one writer at a time, any number of concurrent readers.
 
     Safe to share between threads (calls are serialised by a lock); for the hot path use
     `writer()`, which commits from its own thread and connection.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 30.0) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 30.0,
+                 sample_class: type = Sample) -> None:
         self.path = Path(path).expanduser().resolve() if path is not None else default_store_path()
+        # the sample type whose fields are the samples columns (a subclass adds columns of its own)
+        self.sample_columns = columns_for(sample_class)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._timeout = timeout
         self._lock = threading.RLock()
         self._redactor = Redactor()  # shared with this store's writers
-        self._encoder = SampleEncoder(self._redactor)
+        self._encoder = SampleEncoder(self._redactor, self.sample_columns)
+        self.read_only: str | None = None  # why this store takes no writes (None: it does)
         self._conn = connect(self.path, timeout=self._timeout)  # no memory map: see WRITER_MMAP_BYTES
         try:
-            self.schema_version = ensure_schema(self._conn)
+            # a store may be someone else's: nothing of its schema runs until it is known to be evalnb's own
+            # (its own triggers use json functions SQLite does not mark innocuous, so ON again after)
+            self._conn.execute("PRAGMA trusted_schema = OFF")
+            self._conn.execute("BEGIN")  # one snapshot: another process may be creating the schema now
+            try:
+                problems = unexpected_schema(self._conn, stored_version(self._conn))
+            finally:
+                self._conn.execute("COMMIT")
+            if problems:
+                # not only evalnb's: read it, never write (a trigger would run with our writes)
+                self._conn.close()
+                self._conn = connect_read_only(self.path, timeout=self._timeout)
+                self.read_only = (f"{self.path} holds SQLite objects evalnb did not create ({'; '.join(problems)}), "
+                                  "so evalnb opened it read-only: it can be read and reported, not written")
+                self.schema_version = stored_version(self._conn)
+            else:
+                self._conn.execute("PRAGMA trusted_schema = ON")
+                self.schema_version = ensure_schema(self._conn)
+                ensure_sample_columns(self._conn, self.sample_columns)
         except BaseException:
             self._conn.close()
             raise
@@ -80,6 +122,7 @@ class Store(RunRecords, GradeReuse):
     def _transaction(self) -> Iterator[Any]:
         with self._lock:
             self._check_open()
+            self.check_writable()
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -88,6 +131,11 @@ class Store(RunRecords, GradeReuse):
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 raise
+
+    def check_writable(self) -> None:
+        """Raise, saying why, when this store was opened read-only (see `read_only`)."""
+        if self.read_only:
+            raise EvalnbError(self.read_only)
 
     def _check_open(self) -> None:
         if getattr(self, "_closed", False):
@@ -133,7 +181,8 @@ class Store(RunRecords, GradeReuse):
         with self._transaction() as conn:
             conn.execute(
                 "INSERT INTO suites (version, manifest, created_at) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING",
-                (version, canonical_json(dict(manifest)), _now()),
+                # masked like every other text (a key pasted into grader code): as text, so no field is dropped
+                (version, self._redactor.text(canonical_json(dict(manifest))), _now()),
             )
         return version
 
@@ -175,6 +224,7 @@ class Store(RunRecords, GradeReuse):
         """
         with self._lock:
             self._check_open()
+            self.check_writable()
             ops = self._encoder.encode_many(samples, run_id, _now())
             try:
                 return write_ops(self._conn, ops)
@@ -184,10 +234,12 @@ class Store(RunRecords, GradeReuse):
 
     def writer(self, run_id: str | None = None, **options: Any) -> StoreWriter:
         """A group-committing background writer on its own connection (see `StoreWriter`)."""
-        return StoreWriter(self._connect, self._redactor, run_id=run_id, **options)
+        self.check_writable()
+        columns = None if self.sample_columns.cls is Sample else self.sample_columns
+        return StoreWriter(self._connect, self._redactor, run_id=run_id, columns=columns, **options)
 
     def column_pages(
-        self, run_id: str, fields: Iterable[str] = SAMPLE_FIELDS, *, task_id: str | None = None,
+        self, run_id: str, fields: Iterable[str] | None = None, *, task_id: str | None = None,
         model: str | None = None, status: str | Iterable[str] | None = None, batch_size: int = 20_000,
         after: tuple[int, int] | None = None,
     ) -> Iterator[dict[str, list[Any]]]:
@@ -204,15 +256,16 @@ class Store(RunRecords, GradeReuse):
         epoch), with ``task_id`` and ``model`` given) starts after that sample: a page deep in a
         run is read without the pages before it.
         """
-        fields = list(fields)
-        unknown = [f for f in fields if f not in SAMPLE_FIELDS and not f.startswith(SCORE_PREFIX)]
+        known = self.sample_columns
+        fields = list(known.fields if fields is None else fields)
+        unknown = [f for f in fields if f not in known.kinds and not f.startswith(SCORE_PREFIX)]
         if unknown:
-            raise ValueError(f"unknown sample field(s) {unknown}; known: {', '.join(SAMPLE_FIELDS)} "
+            raise ValueError(f"unknown sample field(s) {unknown}; known: {', '.join(known.fields)} "
                              f"and {SCORE_PREFIX}<metric id>")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        joins = {"prompt": ("p", "prompt_hash"), "dataset_row": ("r", "dataset_row_hash"),
-                 "prompt_text": ("q", "prompt_text_hash")}
+        # a text kept once (prompt, dataset_row, ...) is joined in from `texts`, under an alias of its own
+        joins = {f: (f"t{i}", known.columns[f]) for i, f in enumerate(known.refs)}
         # the paging key is selected first (and not again); within one (task, model) it is
         # (sample_index, epoch) alone and the two names are filled in, not read per row
         within = task_id is not None and model is not None
@@ -247,8 +300,8 @@ class Store(RunRecords, GradeReuse):
             if f not in keys and f not in position and not (within and f in ("task_id", "model")):
                 position[f] = len(position)
         constant = {"task_id": task_id, "model": model} if within else {}
-        decode = [f in JSON_FIELDS for f in fields]
-        flags = [f == "cached" for f in fields]
+        decode = [f in known.json for f in fields]
+        flags = [f in known.bools for f in fields]
         scores = [f.startswith(SCORE_PREFIX) for f in fields]
         rows = self._rows(base + order, (*params, batch_size))
         while rows:
@@ -326,9 +379,9 @@ class Store(RunRecords, GradeReuse):
         """Matching samples as dicts (the shape the runner wrote), in key order: `column_pages`
         of every field, as rows. For big runs read `column_pages` instead."""
         out: list[dict[str, Any]] = []
-        for page in self.column_pages(run_id, SAMPLE_FIELDS, task_id=task_id, model=model, status=status,
-                                      batch_size=5000):
-            out.extend(dict(zip(SAMPLE_FIELDS, values)) for values in zip(*page.values()))
+        fields = self.sample_columns.fields
+        for page in self.column_pages(run_id, fields, task_id=task_id, model=model, status=status, batch_size=5000):
+            out.extend(dict(zip(fields, values)) for values in zip(*page.values()))
         return out
 
     # ---- the output cache -------------------------------------------------------------------
@@ -441,7 +494,7 @@ class Store(RunRecords, GradeReuse):
                 "INSERT INTO task_metrics (run_id, task_id, model, metrics, error, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (run_id, task_id, model) DO UPDATE SET metrics = excluded.metrics, "
                 "error = excluded.error, updated_at = excluded.updated_at",
-                (run_id, task_id, model, None if metrics is None else to_json(dict(metrics)),
+                (run_id, task_id, model, None if metrics is None else self._redactor.text(to_json(dict(metrics))),
                  self._scrub(error_text(error)), _now()),
             )
 
@@ -462,7 +515,7 @@ class Store(RunRecords, GradeReuse):
                     "INSERT INTO executor_state (run_id, executor, key, value, updated_at) VALUES (?, ?, ?, ?, ?) "
                     "ON CONFLICT (run_id, executor, key) DO UPDATE SET value = excluded.value, "
                     "updated_at = excluded.updated_at",
-                    (run_id, executor, key, to_json(value), _now()))
+                    (run_id, executor, key, self._redactor.text(to_json(value)), _now()))
 
     def executor_state(self, run_id: str, executor: str) -> dict[str, Any]:
         """Everything `save_executor_state` kept for (run, executor): key -> value."""

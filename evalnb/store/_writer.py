@@ -49,6 +49,7 @@ class StoreWriter:
         redactor: Redactor,
         *,
         run_id: str | None = None,
+        columns: Any = None,
         interval_s: float = 0.05,
         max_batch: int = 2000,
         max_pending: int = 50_000,
@@ -70,7 +71,8 @@ class StoreWriter:
         self._closing = False
         self._closed = False
         self._redactor = redactor
-        self._encoder = SampleEncoder(redactor)
+        self._columns = columns  # the samples' columns (`Store(sample_class=...)`): None for `Sample`'s
+        self._encoder = SampleEncoder(redactor) if columns is None else SampleEncoder(redactor, columns)
         self._encode_lock = threading.Lock()  # encode + enqueue in one step: queue order = encoder's memory order
         self._conn = connect()
         # The writer reads only the B-tree pages its inserts land on: through its own page cache
@@ -106,7 +108,7 @@ class StoreWriter:
             return
         if self.run_id is None:
             raise ValueError("copy_samples needs a writer made for a run (Store.writer(run_id))")
-        ops = copy_ops(from_run, self.run_id, task_id, model, epoch, list(indexes), int(time.time()))
+        ops = copy_ops(from_run, self.run_id, task_id, model, epoch, list(indexes), int(time.time()), self._columns)
         with self._encode_lock:
             self._enqueue(ops)
 

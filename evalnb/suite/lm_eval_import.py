@@ -83,11 +83,13 @@ def suite_dict_from_lm_eval(
     num_fewshot: int | None = None,
     dataset_paths: Mapping[str, str | Path] | None = None,
     limit_rows: int | None = None,
+    allow_paths_outside: bool = False,
 ) -> dict[str, Any]:
-    """A manifest dict with one task per lm-eval task (groups and tags expanded)."""
+    """A manifest dict with one task per lm-eval task (groups and tags expanded). ``include:`` and
+    ``!function`` files stay in each task's folder unless ``allow_paths_outside=True``."""
     from evalnb.suite.lm_eval_registry import resolve_tasks
 
-    specs = resolve_tasks(tasks)
+    specs = resolve_tasks(tasks, allow_paths_outside=allow_paths_outside)
     if not specs:
         raise LmEvalImportError(f"{tasks!r} names no lm-eval task")
     paths = {str(k): str(v) for k, v in (dataset_paths or {}).items()}

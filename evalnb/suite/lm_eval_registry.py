@@ -44,28 +44,42 @@ def task_index() -> dict[str, Any]:
     return TaskManager().task_index
 
 
-def resolve_tasks(specs: str | Path | list[str | Path]) -> list[TaskSpec]:
-    """Task names, group/tag names and YAML paths, expanded to their tasks in order (no repeats)."""
+def resolve_tasks(specs: str | Path | list[str | Path], *, allow_paths_outside: bool = False) -> list[TaskSpec]:
+    """Task names, group/tag names and YAML paths, expanded to their tasks in order (no repeats).
+
+    A YAML's ``include:`` and ``!function`` files stay in its folder (a registry task's: in the
+    installed ``lm_eval/tasks`` tree) unless ``allow_paths_outside`` (see `lm_eval_yaml`).
+    """
     if isinstance(specs, (str, Path)):
         specs = [specs]
     found: dict[str, TaskSpec] = {}
     for spec in specs:
-        for task in _resolve(spec, {}, 0):
+        for task in _resolve(spec, {}, 0, allow_paths_outside):
             if task.name in found:
                 raise LmEvalImportError(f"lm-eval task {task.name!r} is named twice (in {spec!s})")
             found[task.name] = task
     return list(found.values())
 
 
-def _resolve(spec: Any, overrides: dict[str, Any], depth: int) -> list[TaskSpec]:
+def _tasks_tree(yaml_path: Any) -> Path | None:
+    """The installed ``lm_eval/tasks`` folder, when a registry task's YAML lies in it."""
+    try:
+        import lm_eval.tasks
+    except ImportError:
+        return None
+    tree = Path(lm_eval.tasks.__file__).resolve().parent
+    return tree if Path(yaml_path).resolve().is_relative_to(tree) else None
+
+
+def _resolve(spec: Any, overrides: dict[str, Any], depth: int, allow_outside: bool = False) -> list[TaskSpec]:
     if depth > 20:
         raise LmEvalImportError(f"lm-eval group nesting too deep at {spec!r}")
     if isinstance(spec, Path) or (isinstance(spec, str) and spec.endswith((".yaml", ".yml"))):
         path = Path(spec)
         if not path.is_file():
             raise LmEvalImportError(f"lm-eval task YAML {str(spec)!r} not found")
-        loaded = load_task_yaml(path)
-        return _from_config(loaded.config, loaded.modules, str(path), overrides, depth)
+        loaded = load_task_yaml(path, allow_paths_outside=allow_outside)
+        return _from_config(loaded.config, loaded.modules, str(path), overrides, depth, allow_outside)
     if not isinstance(spec, str):
         raise LmEvalImportError(f"an lm-eval task is a name or a YAML path, not {type(spec).__name__}")
     entry = task_index().get(spec)
@@ -75,26 +89,27 @@ def _resolve(spec: Any, overrides: dict[str, Any], depth: int) -> list[TaskSpec]
     if kind == "TAG":
         out = []
         for name in sorted(entry.tags):
-            out += _resolve(name, overrides, depth + 1)
+            out += _resolve(name, overrides, depth + 1, allow_outside)
         return out
     if kind == "PY_TASK":
         raise LmEvalImportError(f"lm-eval task {spec!r} is a Python class task ({entry.yaml_path}); only YAML tasks import")
     if entry.yaml_path is not None:
-        loaded = load_task_yaml(entry.yaml_path)
+        loaded = load_task_yaml(entry.yaml_path, root=_tasks_tree(entry.yaml_path),
+                                allow_paths_outside=allow_outside)
         config, modules, source = loaded.config, loaded.modules, str(entry.yaml_path)
     else:
         config, modules, source = deepcopy(entry.cfg or {}), {}, "inline"
     if kind == "GROUP":
         config["group"] = spec
-    return _from_config(config, modules, source, overrides, depth)
+    return _from_config(config, modules, source, overrides, depth, allow_outside)
 
 
 def _from_config(config: dict[str, Any], modules: dict[str, str], source: str,
-                 overrides: dict[str, Any], depth: int) -> list[TaskSpec]:
+                 overrides: dict[str, Any], depth: int, allow_outside: bool = False) -> list[TaskSpec]:
     if "class" in config:
         raise LmEvalImportError(f"{source}: a Python class task; only YAML tasks import")
     if "group" in config:
-        return _expand_group(config, modules, source, overrides, depth)
+        return _expand_group(config, modules, source, overrides, depth, allow_outside)
     if "task" not in config:
         raise LmEvalImportError(f"{source}: neither a task nor a group (no 'task' or 'group' key)")
     merged = {**config, **overrides}
@@ -104,7 +119,7 @@ def _from_config(config: dict[str, Any], modules: dict[str, str], source: str,
 
 
 def _expand_group(config: dict[str, Any], modules: dict[str, str], source: str,
-                  overrides: dict[str, Any], depth: int) -> list[TaskSpec]:
+                  overrides: dict[str, Any], depth: int, allow_outside: bool = False) -> list[TaskSpec]:
     name = config["group"]
     member_overrides = {**{k: v for k, v in config.items() if k not in _GROUP_KEYS}, **overrides}
     members = config.get("task")
@@ -113,19 +128,20 @@ def _expand_group(config: dict[str, Any], modules: dict[str, str], source: str,
     out: list[TaskSpec] = []
     for member in members:
         if isinstance(member, str):
-            out += _resolve(member, member_overrides, depth + 1)
+            out += _resolve(member, member_overrides, depth + 1, allow_outside)
         elif isinstance(member, dict) and "group" in member:
             inline = {k: v for k, v in member.items() if k != "group"}
             if member["group"] in task_index():
-                out += _resolve(member["group"], {**member_overrides, **inline}, depth + 1)
+                out += _resolve(member["group"], {**member_overrides, **inline}, depth + 1, allow_outside)
             else:
-                out += _expand_group(member, modules, source, member_overrides, depth + 1)
+                out += _expand_group(member, modules, source, member_overrides, depth + 1, allow_outside)
         elif isinstance(member, dict) and "task" in member:
             item = {**member_overrides, **member}
             if member["task"] in task_index():
-                out += _resolve(member["task"], {k: v for k, v in item.items() if k != "task"}, depth + 1)
+                out += _resolve(member["task"], {k: v for k, v in item.items() if k != "task"}, depth + 1,
+                                allow_outside)
             else:
-                out += _from_config(item, modules, source, {}, depth + 1)
+                out += _from_config(item, modules, source, {}, depth + 1, allow_outside)
         else:
             raise LmEvalImportError(f"{source}: group {name!r} has an unsupported member {member!r}")
     return out

@@ -31,6 +31,7 @@ class Suite(SuiteManifest):
         num_fewshot: int | None = None,
         dataset_paths: Mapping[str, str | Path] | None = None,
         limit_rows: int | None = None,
+        allow_paths_outside: bool = False,
     ) -> "Suite":
         """Import lm-evaluation-harness tasks: registry names, group or tag names, or task YAML paths.
 
@@ -39,12 +40,15 @@ class Suite(SuiteManifest):
         ``num_fewshot`` overrides every task's; ``dataset_paths`` maps an lm-eval
         ``dataset_path`` (``"allenai/ai2_arc"``) to a local Hugging Face folder; ``limit_rows``
         caps the rows read (``max_rows``). Registry names need the ``lm-eval`` package; its task
-        index is read once per process (10-25 s the first time).
+        index is read once per process (10-25 s the first time). A task's ``include:`` and
+        ``!function`` files must be in its YAML's folder (a registry task's: in lm-eval's own
+        tasks tree): absolute paths, ``~`` and ``..`` out are refused naming the field, unless
+        ``allow_paths_outside=True``. No task code runs here: hooks run later in the sandbox.
         """
         from evalnb.suite.lm_eval_import import suite_dict_from_lm_eval
 
         data = suite_dict_from_lm_eval(tasks, num_fewshot=num_fewshot, dataset_paths=dataset_paths,
-                                       limit_rows=limit_rows)
+                                       limit_rows=limit_rows, allow_paths_outside=allow_paths_outside)
         return cls.from_dict(data)
 
     def items(self, task_id: str, limit: int | None = None) -> list[Item]:

@@ -168,7 +168,7 @@ def test_a_rolling_task_reports_word_and_byte_perplexity_and_bits_per_byte(tmp_p
 def test_on_ray_log_likelihood_and_task_settings_give_the_local_runs_samples(arc, tmp_path_factory) -> None:
     # Ray workers score continuations and send each task's own settings as the local executor
     # does: the same requests reach the server, and the same samples and metrics come back
-    from evalnb.runner.ray_executor import RayExecutor
+    from evalnb.runner.executors.ray_driver import RayExecutor
 
     suite, _ = arc
     root = tmp_path_factory.mktemp("gen_ray")

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from execute_notebooks import notebook_env  # noqa: E402  (the environment the outputs were saved in)
 
 EXPECTED = {"01_quickstart.ipynb", "02_prompt_iteration.ipynb", "03_graders.ipynb", "04_huggingface.ipynb",
-            "05_scale.ipynb", "06_lm_eval.ipynb"}
+            "05_scale.ipynb", "06_lm_eval.ipynb", "07_pairwise.ipynb"}
 # notebooks that start a local Ray (~20-30 s on 2 cores): nbval runs them in `make test-slow` / CI
 SLOW = {"05_scale.ipynb"}
 STANDIN_NOTE = re.compile(r"local stand-in models.*EVALNB_BASE_URL.*OPENAI_API_KEY.*EVALNB_MODELS", re.S)

@@ -235,3 +235,43 @@ def test_httpx_loads_only_when_a_proxy_setting_could_apply(env, tmp_path, settin
                           env={**child_env, **settings, "EVALNB_HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["42", str(httpx_loaded), "True"]  # direct either way
+
+
+# ---- httpx as a dependency: the tested range, and a loud failure if its routing changes -------
+
+def _routing_state(monkeypatch):
+    from evalnb.providers import http_clients
+
+    monkeypatch.setattr(http_clients, "_routing_checked", False)
+    return http_clients
+
+
+def test_the_installed_httpx_is_in_the_pinned_range_and_routes_as_expected(monkeypatch):
+    import tomllib
+    from pathlib import Path
+
+    from packaging.specifiers import SpecifierSet
+
+    http_clients = _routing_state(monkeypatch)
+    pyproject = tomllib.loads((Path(http_clients.__file__).parents[2] / "pyproject.toml").read_text())
+    pin = next(d for d in pyproject["project"]["dependencies"] if d.startswith("httpx"))
+    assert SpecifierSet(pin[len("httpx"):]) == SpecifierSet(http_clients.TESTED_HTTPX)
+    assert httpx.__version__ in SpecifierSet(http_clients.TESTED_HTTPX)
+    http_clients.check_httpx_routing()  # no error
+
+
+@pytest.mark.parametrize("change", ["proxies inside the default transport", "renamed internals"])
+def test_an_httpx_that_routes_otherwise_fails_loudly_instead_of_bypassing_the_proxy(env, monkeypatch, change):
+    """As a future httpx might: the check refuses before any call, nothing goes around the proxy."""
+    _routing_state(monkeypatch)
+    if change == "renamed internals":
+        monkeypatch.delattr(httpx.AsyncClient, "_transport_for_url")
+    else:  # every URL gets the default transport, which would then apply the proxy itself
+        monkeypatch.setattr(httpx.AsyncClient, "_transport_for_url", lambda self, url: self._transport)
+    with LocalModelServer(_answer) as server, ForwardProxy({"127.0.0.1": server.port}) as proxy:
+        env.setenv("HTTP_PROXY", proxy.url)
+        with pytest.raises(evalnb.errors.EvalnbError, match=r"httpx .* routes requests differently.*httpx>=0\.27,<0\.30"):
+            complete_all(server.base_url, ["ITEM-1"])
+        assert server.request_count == 0 and proxy.seen == []
+        env.delenv("HTTP_PROXY")  # no proxy variable: nothing to route, the check is not needed
+        assert complete_all(server.base_url, ["ITEM-2"]) == ["2"]

@@ -1,4 +1,4 @@
-"""What a crash can lose: at most the answers of the last moments before it (README: "Crashes").
+"""What a crash can lose: at most the answers of the last moments before it (docs/running.md: "Crashes").
 
 A child process runs a fast suite (concurrency 8) against a LocalModelServer in this process,
 which records when each request arrived and each reply went out. The test SIGKILLs the child
@@ -35,7 +35,7 @@ from helpers.runner_kit import manifest, rows
 pytestmark = pytest.mark.usefixtures("evalnb_home")
 
 N_ITEMS = 500
-LOSS_BOUND_S = 0.25  # the README states this bound
+LOSS_BOUND_S = 0.25  # docs/running.md states this bound
 CONCURRENCY = 8
 HANDED_AFTER = 2 * CONCURRENCY  # requests the child sends after a reply before it surely holds it
 CHILD = """

@@ -7,7 +7,7 @@ import pytest
 import evalnb
 from evalnb import Model
 from evalnb.runner.run_plan import make_plan
-from evalnb.runner.ray_executor import RayExecutor
+from evalnb.runner.executors.ray_driver import RayExecutor
 from helpers.runner_kit import rows
 
 pytestmark = pytest.mark.usefixtures("evalnb_home")

@@ -1,4 +1,4 @@
-"""The executor interface (runner.executor) and the typed sample (evalnb.sample).
+"""The executor interface (runner.executors.base) and the typed sample (evalnb.sample).
 
 A third executor is written here against the public interface alone, the way a provider
 batch executor would be: it takes each unit's request body from the run, sends it itself
@@ -15,8 +15,8 @@ import pytest
 
 import evalnb
 from evalnb import Model
-from evalnb.runner.executor import Executor, RunContext, Unit
-from evalnb.runner.executors import LocalExecutor
+from evalnb.runner.executors.base import Executor, RunContext, Unit
+from evalnb.runner.executors.local import LocalExecutor
 from evalnb.sample import GENERATION_FIELDS, GRADING_FIELDS, ITEM_FIELDS, SAMPLE_FIELDS, STORED_FIELDS, Sample
 from evalnb.store import Store
 from evalnb.testing import Fault
@@ -67,7 +67,7 @@ class SendItMyself:
 
 
 def test_the_shipped_executors_implement_the_protocol():
-    from evalnb.runner.ray_executor import RayExecutor
+    from evalnb.runner.executors.ray_driver import RayExecutor
 
     assert isinstance(LocalExecutor(), Executor)
     assert isinstance(RayExecutor(), Executor)

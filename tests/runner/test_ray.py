@@ -21,7 +21,7 @@ import pytest
 
 import evalnb
 from evalnb import Model
-from evalnb.runner.ray_executor import RayExecutor
+from evalnb.runner.executors.ray_driver import RayExecutor
 from evalnb.store import Store
 from evalnb.testing import Fault
 from helpers.runner_kit import EXACT, rows
@@ -163,7 +163,7 @@ def test_an_interrupted_ray_run_resumes_sending_only_the_rest(make_suite, model_
 DRIVER = """
 import sys
 import evalnb
-from evalnb.runner.ray_executor import RayExecutor
+from evalnb.runner.executors.ray_driver import RayExecutor
 
 suite = evalnb.Suite.from_file(sys.argv[1])
 evalnb.run(suite, [evalnb.Model("m", base_url=sys.argv[2], api="chat")], progress=False,

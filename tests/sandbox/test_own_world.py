@@ -226,7 +226,10 @@ def test_with_the_protections_off_every_attack_succeeds(world):
     assert sorted(world.received()) == sorted([b"stolen-grader"] * 4)  # path and abstract, twice
     assert not world.root_owned_unchanged()
     assert world.secret in json.dumps(out)
-    assert out["store_unchanged"] is False and out["resume_calls"]["evil"] > 0
+    # the grader rewrote the store's model URL; the resume is refused as foreign (its record no
+    # longer carries the caller's signature, issue 31), so the planted server still hears nothing
+    assert out["store_unchanged"] is False and "not recorded by your evalnb" in out.get("resume_error", ""), out
+    assert out["resume_calls"]["evil"] == 0
     assert out["threads"]["peak"] >= 2000
     assert out["payload"]["status"] == ["scored", "scored", "scored"] and out["payload"]["rss_growth_mb"] > 200
 
@@ -238,9 +241,12 @@ def test_in_a_real_run_with_namespaces_and_own_root_off_the_files_are_reached(wo
     assert {Path(p).name for p in world.leftovers()} == {f"{world.planted}-grader", f"{world.planted}-preprocessor"}
     assert world.planted_module_ran(sys.executable, None, _worktree())
     assert world.secret in json.dumps(out)
-    # the rewritten store sends the resume to the planted URL, or (when the rewrite raced the
-    # caller's own writer) is left unreadable: either way the grader changed the caller's store
-    assert out["resume_calls"]["evil"] > 0 or "malformed" in out.get("resume_error", ""), out
+    # the rewritten store would send the resume to the planted URL: the rewritten record no longer
+    # carries the caller's signature, so resume refuses it as foreign (issue 31); or (when the
+    # rewrite raced the caller's own writer) it is left unreadable: either way the grader changed it
+    error = out.get("resume_error", "")
+    assert out["resume_calls"]["evil"] == 0, out
+    assert "malformed" in error or "not recorded by your evalnb" in error, out
 
 
 def _plain_python() -> str | None:

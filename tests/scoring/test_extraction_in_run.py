@@ -51,3 +51,57 @@ def test_runaway_outputs_do_not_pause_the_other_calls(make_suite):
     gaps = [b - a for a, b in zip(replies, replies[1:])]
     assert max(gaps) < 5.0, f"calls paused for {max(gaps):.1f} s"
     assert wall < 60.0
+
+
+# ---- catastrophic backtracking: the search leaves the loop, and a timeout is the sample's error
+
+BACKTRACKING = r"Answer:\s*((?:\w|\w\w)+)+\s*$"  # fine on "Answer: 42", exponential on "Answer: aaaa…a!"
+HOSTILE = "Answer: " + "a" * 40 + "!"
+N_NORMAL, EVERY = 500, 21  # one hostile reply in 21: 25 among 500 normal ones
+
+
+def _hostile_or_normal(body: dict) -> str:
+    n = item_number(body["messages"][-1]["content"])
+    return HOSTILE if n % EVERY == EVERY - 1 else f"Answer: {n}"
+
+
+@pytest.mark.timeout(240)
+def test_hostile_replies_neither_stall_the_calls_nor_score_silently(make_suite):
+    n_items = N_NORMAL + 25
+    suite = make_suite({"t": rows(n_items)}, t={"output_extraction": {"type": "regex", "pattern": BACKTRACKING}})
+    with LocalModelServer(_hostile_or_normal) as server:
+        result = evalnb.run(suite, [Model("m", base_url=server.base_url, api="chat")], concurrency=25,
+                            progress=False, reuse=False)
+        prompts = [r.body["messages"][-1]["content"] for r in server.requests]
+        arrivals = server.arrival_times
+
+    assert result.status == "completed" and len(result.samples) == n_items
+    samples = result.samples.set_index("sample_index")
+    hostile = [i for i in range(n_items) if i % EVERY == EVERY - 1]
+    assert len(hostile) == 25
+    for i in hostile:  # each says why it has no answer: not a silent None
+        assert samples.loc[i, "status"] == "failed"
+        error = samples.loc[i, "error"]  # the frame shows the message
+        assert "output_extraction regex timed out" in error and repr(BACKTRACKING) in error, error
+    normal = samples.drop(index=hostile)
+    assert (normal["status"] == "completed").all() and len(normal) == N_NORMAL
+    assert (normal["extracted_output"] == normal.index.astype(str)).all()
+    # the server saw the normal calls arrive with no pause: each hostile search took 0.25 s of
+    # CPU on the loop before (25 of them: seconds of stall); now only QUICK_S of it does
+    normal_arrivals = sorted(t for t, p in zip(arrivals, prompts) if item_number(p) not in hostile)
+    gaps = [b - a for a, b in zip(normal_arrivals, normal_arrivals[1:])]
+    assert max(gaps) < 0.100, f"normal calls paused for {max(gaps) * 1000:.0f} ms"
+
+
+def test_a_strict_extractor_raises_and_the_public_one_returns_none():
+    from evalnb.scoring.extraction import ExtractionTimeout, make_extractor
+    from evalnb.scoring.off_loop import LATER, LoopExtractor
+
+    spec = {"type": "regex", "pattern": BACKTRACKING}
+    assert evalnb.extract_output(HOSTILE, spec) is None  # documented: past the bound, no match
+    with pytest.raises(ExtractionTimeout, match="timed out"):
+        make_extractor(spec, strict=True)(HOSTILE)
+    loop_extractor = LoopExtractor(spec)
+    assert loop_extractor.now("Answer: 42") == "42"
+    assert loop_extractor.now(HOSTILE) is LATER  # too long for the loop's thread: goes to the pool
+    assert LoopExtractor({"type": "number"}).now("the answer is 7") == "7"  # linear types stay inline

@@ -4,8 +4,8 @@ The engine plans the run, owns the store and hands an executor its work a stretc
 the executor gets each unit answered and hands the outcome back through the `RunContext`
 it was given. Everything after the reply — pricing, the budget, the output cache,
 extraction, grading, the progress panel, storing the `evalnb.sample.Sample` — is the
-engine's. Two executors ship: `LocalExecutor` (`runner.executors`: this process's event
-loop) and `RayExecutor` (`runner.ray_executor`: Ray actors that also extract and grade).
+engine's. Two executors ship: `LocalExecutor` (`runner.executors.local`: this process's event
+loop) and `RayExecutor` (`runner.executors.ray_driver`: Ray actors that also extract and grade).
 
 The life of an executor in one run::
 
@@ -29,6 +29,13 @@ hand it back with ``ctx.answered(unit)``. Otherwise it needs a model call:
   ``sample = ctx.generated(unit, output)`` (priced, cached and counted) or
   ``ctx.sample(unit)`` (no output), set its extraction/grading fields, then
   ``ctx.finish([(sample, error_or_None, graded)])``.
+
+The run's counters, through methods only (an executor never writes the engine's state):
+``ctx.try_reserve(unit, price)`` / ``ctx.release(held)`` hold a call's worst-case cost
+(``ctx.worst_cost(unit, price)``) in the run's budget while it is out; ``ctx.calls_started(label,
+n)`` / ``ctx.calls_ended(label, n)`` keep the panel's in-flight count; ``ctx.count(label,
+retries=..., rate_limited=...)`` and ``ctx.show(label, text)`` report progress; ``ctx.task_ids``,
+``ctx.task(task_id)`` and ``ctx.per_sample(task_id)`` describe the tasks.
 
 Back-pressure: ``submit`` should not return while more than a few thousand units wait on
 you, nor while ``ctx.backlog()`` (samples generated and waiting for grading) is large.

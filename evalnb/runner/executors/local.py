@@ -1,18 +1,13 @@
-"""The executors that ship: this process (`LocalExecutor`), Ray workers (`runner.ray_executor`)
-or the provider's Batch API (`runner.batch_executor`).
+"""`LocalExecutor`: the run's own event loop makes the calls (the default executor).
 
-All implement `runner.executor.Executor` and talk to the run only through its
-`RunContext`; see `runner.executor` for the contract and how to write another.
+It talks to the run only through its `RunContext`; see `runner.executors.base` for the contract.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
-from typing import Any
 
-from evalnb.runner.executor import Executor
 from evalnb.runner.run_context import RunContext
 from evalnb.runner.unit import Unit
 
@@ -85,67 +80,3 @@ class LocalExecutor:
         self._more.clear()
         await self._more.wait()
         return True
-
-
-# Executors a stored run can name: type -> build one from its record (what `resume` runs with).
-# Another executor registers itself here (with a `record()` giving {"type": <its type>, ...}).
-EXECUTOR_TYPES: dict[str, Callable[[dict[str, Any]], Any]] = {}
-
-
-def _ray_from_record(record: dict[str, Any]) -> Any:
-    from evalnb.runner.ray_executor import RayExecutor
-
-    return RayExecutor.from_record(record)
-
-
-def _batch_from_record(record: dict[str, Any]) -> Any:
-    from evalnb.runner.batch_executor import BatchExecutor
-
-    return BatchExecutor.from_record(record)
-
-
-EXECUTOR_TYPES["ray"] = _ray_from_record
-EXECUTOR_TYPES["batch"] = _batch_from_record
-EXECUTORS = "'local', 'ray', 'batch', or an executor such as evalnb.RayExecutor(...) or evalnb.BatchExecutor(...)"
-
-
-def _is_executor(value: Any) -> bool:
-    return isinstance(value, Executor) and isinstance(getattr(value, "name", None), str)
-
-
-def make_executor(value: Any) -> Any:
-    """The executor object for `RunPlan.executor` ("local", "ray", "batch", or an `Executor` object)."""
-    if value is None or value == "local":
-        return LocalExecutor()
-    if value == "ray":
-        from evalnb.runner.ray_executor import RayExecutor
-
-        return RayExecutor()
-    if value == "batch":
-        from evalnb.runner.batch_executor import BatchExecutor
-
-        return BatchExecutor()
-    if _is_executor(value):
-        return value
-    raise ValueError(f"executor must be {EXECUTORS}, got {value!r}")
-
-
-def check_executor(value: Any) -> Any:
-    """`make_plan`'s check: "local", "ray", "batch", an `Executor` object, or a stored description of one."""
-    if value is None or value == "local":
-        return "local"
-    if value in ("ray", "batch"):
-        return value
-    if isinstance(value, dict) and value.get("type") in EXECUTOR_TYPES:
-        return EXECUTOR_TYPES[value["type"]](value)
-    if _is_executor(value):
-        return value
-    raise ValueError(f"executor must be {EXECUTORS}, got {value!r}")
-
-
-def executor_record(value: Any) -> Any:
-    """How a run's executor is stored with its options (JSON; what `resume` runs with again)."""
-    if value in (None, "local", "ray", "batch"):
-        return value or "local"
-    record = getattr(value, "record", None)
-    return record() if record is not None else {"type": value.name}

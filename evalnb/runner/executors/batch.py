@@ -18,7 +18,7 @@ tried again: in a follow-up batch (``retry_failed="batch"``) or as live calls
 its samples with the provider's message; other per-request errors fail their sample as a
 live call's error would. Costs use the model's batch price (`pricing.batch_price`).
 
-Written against the executor interface alone (`runner.executor`): everything goes through
+Written against the executor interface alone (`runner.executors.base`): everything goes through
 the `RunContext` (``request`` for the bodies, ``reply``/``fail``/``answered`` for outcomes,
 ``call`` for live retries, ``save_state``/``load_state`` for the batch ids).
 """
@@ -45,7 +45,7 @@ from evalnb.providers.batch_api import (
     split,
 )
 from evalnb.providers.logprobs import parse_loglikelihoods
-from evalnb.providers.pricing import batch_price, call_cost, estimate_tokens, worst_case_cost
+from evalnb.providers.pricing import batch_price, call_cost
 from evalnb.runner.loglikelihood_call import reply_text
 from evalnb.runner.run_context import RunContext
 from evalnb.runner.unit import Unit
@@ -244,18 +244,11 @@ class BatchExecutor:
         return request_line(unit.id, "/v1" + req.path, req.body)
 
     def _reserve(self, cid: str, unit: Unit) -> bool:
-        budget = self.ctx.budget
-        if budget.limit is None:
-            return True
-        price = self.prices[unit.model.label]
-        worst = 0.0
-        if price is not None:
-            gen = self.gen
-            extra = estimate_tokens(gen.get("instructions")) if isinstance(gen.get("instructions"), str) else 0
-            worst = worst_case_cost(estimate_tokens(unit.item.prompt) + extra, gen.get("max_output_tokens"), price)
-        if not budget.try_reserve(worst):
+        """Hold the unit's worst-case cost at the batch price (False: the budget has no room)."""
+        held = self.ctx.try_reserve(unit, self.prices[unit.model.label])
+        if held is None:
             return False
-        self.reserved[cid] = worst
+        self.reserved[cid] = held
         return True
 
     # ---- waiting and collecting ---------------------------------------------------------------
@@ -303,14 +296,13 @@ class BatchExecutor:
     def _settle(self, cid: str, unit: Unit, outcome: Outcome, created: float | None) -> None:
         ctx = self.ctx
         label = unit.model.label
-        mp = ctx.progress.model(label)
-        worst = self.reserved.pop(cid, None)
-        if worst is not None:
-            ctx.budget.settle(worst, None)  # the reservation ends; `reply` charges what it cost
+        held = self.reserved.pop(cid, None)
+        if held is not None:
+            ctx.release(held)  # the hold ends; `reply` charges what it cost
         if outcome.reply is None:
             if outcome.retryable and self.attempts.get(cid, 0) < self.max_retries:
                 self.attempts[cid] = self.attempts.get(cid, 0) + 1
-                mp.retries += 1
+                ctx.count(label, retries=1)
                 self._ask_again(cid, unit)
                 return
             self._fail(unit, outcome.error or "no answer", outcome.status)
@@ -330,7 +322,7 @@ class BatchExecutor:
             # `max_empty_retries`, as a live call does it (empty after the `none` cleaning):
             # asked again, this answer is not kept
             self.empty_attempts[cid] = self.empty_attempts.get(cid, 0) + 1
-            mp.retries += 1
+            ctx.count(label, retries=1)
             self._ask_again(cid, unit)
             return
         ctx.reply(unit, {"output_text": reply.text, "usage": reply.usage, "response_id": reply.response_id,
@@ -352,9 +344,9 @@ class BatchExecutor:
 
     def _fail_batch(self, batch: _Batch, message: str, status: int | None) -> None:
         for cid, unit in batch.members.items():
-            worst = self.reserved.pop(cid, None)
-            if worst is not None:
-                self.ctx.budget.settle(worst, None)
+            held = self.reserved.pop(cid, None)
+            if held is not None:
+                self.ctx.release(held)
             self._fail(unit, message, status)
         batch.members.clear()
         batch.record["done"] = True
@@ -436,7 +428,6 @@ class BatchExecutor:
         self.ctx.save_state(BATCH_KEY + batch.id, batch.record)
 
     def _show(self) -> None:
-        progress = self.ctx.progress
         for label in self.models:
             mine = [b for b in self.batches.values() if b.record.get("model") == label and b.id in self.touched]
             if not mine:
@@ -450,8 +441,7 @@ class BatchExecutor:
                 done += int(counts.get("completed") or 0)
                 failed += int(counts.get("failed") or 0)
             what = ", ".join(f"{n} {s}" for s, n in statuses.items())
-            progress.model(label).batch = (f"batch {what}: {done}/{total} answered"
-                                           + (f", {failed} failed" if failed else ""))
+            self.ctx.show(label, f"batch {what}: {done}/{total} answered" + (f", {failed} failed" if failed else ""))
 
 
 def _digest(line: bytes) -> bytes:

@@ -6,7 +6,7 @@ A shard is a list of compact units (`wire_unit`); `run_shard` yields the finishe
 batches as they are ready, so the driver stores them while the rest of the shard is running.
 Nothing here touches the store: the driver is its only writer.
 
-This module does not import Ray; `runner.ray_executor` wraps `ShardWorker` with ``ray.remote``.
+This module does not import Ray; `runner.executors.ray_driver` wraps `ShardWorker` with ``ray.remote``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ GRADE_BATCH = 512
 
 
 def wire_unit(uid: int, unit: Any) -> tuple:
-    """A `runner.executor.Unit` as sent to a worker: what generation and grading need, nothing more."""
+    """A `runner.executors.base.Unit` as sent to a worker: what generation and grading need, nothing more."""
     item = unit.item
     return (uid, unit.task_id, unit.model.label, unit.epoch, item.index, unit.key, item.prompt, item.target,
             item.row, unit.output, item.continuations, item.contexts)
@@ -42,7 +42,7 @@ class ShardWorker:
         from evalnb.providers import AdaptiveLimit, ClientPool, ModelClient
         from evalnb.runner.bridge import GraderBridge
         from evalnb.sandbox import SandboxPool
-        from evalnb.scoring.extraction import make_extractor
+        from evalnb.scoring.off_loop import LoopExtractor
         from evalnb.scoring.grading import Grader
         from evalnb.suite import Suite
         from evalnb.suite.task_generation import merged_generation
@@ -76,7 +76,7 @@ class ShardWorker:
             grader = Grader(task.grader, task_id=task_id, pool=pool, bridge=bridge, run_id=cfg["run_id"],
                             metadata=info["metadata"]) if info["per_sample"] else None
             choices = list(task.choices) if task.choices is not None else None
-            self.tasks[task_id] = (make_extractor(task.extraction), grader, choices)
+            self.tasks[task_id] = (LoopExtractor(task.extraction), grader, choices)
             # the run's settings with the task's own on top, as `RunContext` sends them
             self.calls[task_id] = (merged_generation(self.generation, task.generation), task.loglikelihood)
 
@@ -152,7 +152,7 @@ class ShardWorker:
         result["_output"] = output
         extractor = self.tasks[task_id][0]
         try:
-            result["extracted_output"] = extractor(output.get("output_text"))
+            result["extracted_output"] = await extractor.extract(output.get("output_text"))
         except Exception as exc:  # noqa: BLE001 - extraction never takes the run down
             result["error"] = {"stage": "extraction", "message": str(exc)}
         finished.put_nowait((result, unit))

@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-from collections import deque
+from collections import Counter, deque
 from typing import Any
 
+from evalnb.aio import in_lifelong_thread
 from evalnb.errors import EvalnbError
 from evalnb.runner.unit import Unit
 from evalnb.runner.run_context import RunContext
@@ -32,7 +33,7 @@ REVIVE_S = 120.0  # how long a dead actor may take to come back before the run g
 class RayExecutor:
     """Run on Ray: ``evalnb.run(suite, models, executor=evalnb.RayExecutor(num_workers=4))``.
 
-    ``num_workers``: actors to start (default: the cluster's CPU count, at most 16);
+    ``num_workers``: actors to start (default: as many as the cluster's nodes hold, at most 16);
     ``concurrency_per_worker``: calls in flight per worker and endpoint (default: the run's
     ``concurrency``; 1-25 like it), so an endpoint sees up to ``num_workers x`` that many;
     ``resources``: Ray resources for each actor, e.g. ``{"num_cpus": 2}`` or ``{"resources":
@@ -83,16 +84,18 @@ class RayExecutor:
     # ---- the run ---------------------------------------------------------------------------
     async def start(self, ctx: RunContext) -> None:
         ray = _import_ray()
-        await asyncio.to_thread(self._connect, ray)
+        # not asyncio.to_thread: Ray's GCS and raylet die with the thread that started them
+        await in_lifelong_thread(self._connect, ray)
         self.ctx = ctx
         self._ray = ray
         plan = ctx.plan
-        workers = self.num_workers or max(1, min(16, int(ray.cluster_resources().get("CPU", 1))))
         options = {"num_cpus": 1, **(self.resources or {})}
-        from evalnb.runner.ray_worker import ShardWorker
+        concurrency = self.concurrency_per_worker or plan.concurrency
+        workers = _workers_that_fit(self.num_workers, options, ray.nodes(), concurrency)
+        from evalnb.runner.executors.ray_worker import ShardWorker
 
         actor_class = ray.remote(ShardWorker)
-        config = _worker_config(ctx, self.concurrency_per_worker or plan.concurrency)
+        config = _worker_config(ctx, concurrency)
         self.actors = [actor_class.options(max_restarts=-1, max_task_retries=0, max_concurrency=64, **options)
                        .remote(config) for _ in range(workers)]
         self._uids = itertools.count()
@@ -103,6 +106,7 @@ class RayExecutor:
         self._wake = asyncio.Event()
         self._reviving: set[asyncio.Task] = set()
         self._error: BaseException | None = None
+        self._flying: Counter[str] = Counter()  # model label -> units at the workers
         # a worker that cannot start (evalnb missing on a node, a grader that does not load) fails now
         await asyncio.gather(*(_await_ref(a.ready.remote()) for a in self.actors))
 
@@ -162,8 +166,9 @@ class RayExecutor:
         actors, self.actors = self.actors, []
         if actors:
             await asyncio.to_thread(self._stop_actors, actors)
-        for mp in self.ctx.progress.models.values():
-            mp.in_flight = 0
+        for label, n in getattr(self, "_flying", {}).items():  # sent and never back: no longer in flight
+            if n:
+                self.ctx.calls_ended(label, n)
 
     def _stop_actors(self, actors: list[Any]) -> None:
         ray = self._ray
@@ -176,6 +181,14 @@ class RayExecutor:
                 ray.kill(actor, no_restart=True)
             except Exception:  # noqa: BLE001 - already gone
                 pass
+
+    def _in_flight(self, label: str, change: int) -> None:
+        """Count a unit of model `label` sent to (+1) or back from (-1) a worker, on the panel."""
+        self._flying[label] += change
+        if change > 0:
+            self.ctx.calls_started(label, change)
+        else:
+            self.ctx.calls_ended(label, -change)
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -194,7 +207,7 @@ class RayExecutor:
                 continue
             self._busy[index] += 1
             for uid in uids:
-                self.ctx.progress.model(self._units[uid].model.label).in_flight += 1
+                self._in_flight(self._units[uid].model.label, +1)
             task = asyncio.ensure_future(self._run_shard(index, uids, attempts))
             self._running[task] = index
             task.add_done_callback(self._shard_done)
@@ -210,7 +223,7 @@ class RayExecutor:
         self._wake.set()
 
     async def _run_shard(self, index: int, uids: list[int], attempts: int) -> None:
-        from evalnb.runner.ray_worker import wire_unit
+        from evalnb.runner.executors.ray_worker import wire_unit
 
         ray = self._ray
         wire = [wire_unit(uid, self._units[uid]) for uid in uids]
@@ -223,7 +236,7 @@ class RayExecutor:
         except (ray.exceptions.RayError, ConnectionError) as exc:  # the worker died: send the rest again
             left = [u for u in uids if u in self._units]
             for uid in left:
-                self.ctx.progress.model(self._units[uid].model.label).in_flight -= 1
+                self._in_flight(self._units[uid].model.label, -1)
             if attempts >= self.max_shard_retries:
                 raise EvalnbError(f"Ray workers died {attempts + 1} times running a shard of {len(uids)} samples "
                                   f"({len(left)} left): {type(exc).__name__}: {exc}") from None
@@ -254,12 +267,9 @@ class RayExecutor:
     def _accept(self, batch: dict[str, Any]) -> None:
         """Finished samples from a worker: into the store (one hand-over), onto the panel."""
         ctx = self.ctx
-        progress = ctx.progress
         for label, counts in (batch.get("events") or {}).items():
-            mp = progress.model(label)
-            mp.retries += int(counts.get("retries") or 0)
-            mp.rate_limited += int(counts.get("rate_limited") or 0)
-            mp.rate_limit_wait_s += float(counts.get("rate_limit_wait_s") or 0.0)
+            ctx.count(label, retries=int(counts.get("retries") or 0), rate_limited=int(counts.get("rate_limited") or 0),
+                      rate_limit_wait_s=float(counts.get("rate_limit_wait_s") or 0.0))
         finished: list[tuple[Sample, dict | None, bool]] = []
         judge_outputs: list[dict] = []
         for result in batch["results"]:
@@ -267,7 +277,7 @@ class RayExecutor:
             if unit is None:  # already came back from an earlier attempt
                 continue
             label = unit.model.label
-            progress.model(label).in_flight -= 1
+            self._in_flight(label, -1)
             if result.get("output") is not None:  # a call the worker made: priced here, at the model's price
                 sample = ctx.generated(unit, result["output"])
             elif unit.output is not None:
@@ -312,6 +322,39 @@ def _import_ray() -> Any:
     return ray
 
 
+def _demand(options: dict[str, Any]) -> dict[str, float]:
+    """What one actor asks of a node, in Ray's resource names (CPU, GPU, memory, custom ones)."""
+    demand = {"CPU": options.get("num_cpus"), "GPU": options.get("num_gpus"), "memory": options.get("memory"),
+              **dict(options.get("resources") or {})}
+    return {name: amount for name, amount in demand.items() if amount}
+
+
+def _workers_that_fit(asked: int | None, options: dict[str, Any], nodes: list[dict[str, Any]],
+                      concurrency: int) -> int:
+    """The number of actors to start: ``asked``, or as many as the cluster holds (at most 16).
+
+    Ray queues an actor no node can hold, and one more than the cluster holds, without an error
+    (its "infeasible" notice is a log line), and the run would wait at 0/N: both fail here,
+    with what was asked and what Ray's nodes have.
+    """
+    demand = _demand(options)
+    alive = [dict(node.get("Resources") or {}) for node in nodes if node.get("Alive")]
+    fits = [min((int(res.get(name, 0) // amount) for name, amount in demand.items()), default=16) for res in alive]
+    have = [{name: res.get(name, 0) for name in demand} for res in alive]
+    if not any(fits):
+        raise EvalnbError(f"RayExecutor: no node of the Ray cluster can hold one worker: each asks {demand} "
+                          f"(resources={options!r}); Ray's nodes have {have}. Ask for less per worker, or add a "
+                          "node that has it")
+    if asked is None:
+        return max(1, min(16, sum(fits)))
+    if asked > sum(fits):
+        raise EvalnbError(f"RayExecutor: {asked} workers asking {demand} each do not fit the Ray cluster: its nodes "
+                          f"have {have}, room for {sum(fits)} such worker(s) at a time (each worker keeps "
+                          f"{concurrency} calls in flight per endpoint). Use num_workers<={sum(fits)} or smaller "
+                          "resources")
+    return asked
+
+
 async def _await_ref(ref: Any) -> Any:
     return await ref
 
@@ -331,9 +374,9 @@ def _worker_config(ctx: RunContext, concurrency: int) -> dict[str, Any]:
         return dataclasses.replace(model, api_key=model.resolve_api_key())
 
     tasks = {}
-    for task_id, state in ctx.tasks.items():
-        task = state.task
-        tasks[task_id] = {"per_sample": state.per_sample,
+    for task_id in ctx.task_ids:
+        task = ctx.task(task_id)
+        tasks[task_id] = {"per_sample": ctx.per_sample(task_id),
                           "metadata": {**dict(task.metadata or {}), **plan.metadata}}
     return {
         "manifest": suite.to_dict(),
