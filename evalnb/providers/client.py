@@ -122,6 +122,7 @@ class ModelClient:
         self._rng = rng or random.Random()
         self._routes: dict[tuple, tuple] = {}
         self._prepared_cache: dict[int, tuple[Any, Any, _Prepared]] = {}
+        self._prefix: str | None = None  # the tokenizer's prefix token (`prefix_token`), read once
 
     # ---- public calls ---------------------------------------------------------------------
     async def complete(self, prompt: str, gen: dict[str, Any] | None = None) -> Completion:
@@ -191,13 +192,15 @@ class ModelClient:
         Needs ``Model(api="completions")``; a server that does not echo log-probabilities
         raises `ProviderError` (not retried) saying so.
         """
-        from evalnb.providers.logprobs import loglikelihood_request, parse_loglikelihoods
+        from evalnb.providers.logprobs import loglikelihood_request, parse_loglikelihoods, with_prefix
 
         if self.model.api != "completions":
             raise ProviderError(
                 f"{self.model.label}: scoring by log-likelihood needs Model(..., api='completions') "
                 f"(a /v1/completions server that echoes logprobs, e.g. vLLM); this model uses api={self.model.api!r}",
                 status=None, retryable=False)
+        if any(context == "" for context, _ in requests):
+            requests = with_prefix(requests, await self.prefix_token())
         body = loglikelihood_request(self.model.name, requests)
         label = self.model.label
 
@@ -205,6 +208,31 @@ class ModelClient:
             return parse_loglikelihoods(reply, requests, label)
 
         return await self._call("/completions", _dumps(body), parse, self.timeout_seconds, self.max_retries, _Stats())
+
+    async def prefix_token(self) -> str:
+        """The text of the token an empty context is conditioned on: the tokenizer's BOS, else
+        its EOS (lm-eval's ``prefix_token_id``), read once from vLLM's ``GET /tokenizer_info``
+        at the server's root; ``""`` when the tokenizer adds a BOS to every prompt itself."""
+        if self._prefix is not None:
+            return self._prefix
+        base = (self.model.base_url or "").rstrip("/")
+        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        info: Any = None
+        try:
+            resp = await self.pool.client(self.model.base_url or "").get(
+                f"{root}/tokenizer_info", headers=self.model.request_headers(), timeout=self.timeout_seconds)
+            info = resp.json() if resp.status_code == 200 else None
+        except Exception:  # noqa: BLE001 - no such endpoint: said below
+            info = None
+        token = (info.get("bos_token") or info.get("eos_token")) if isinstance(info, dict) else None
+        if isinstance(token, dict):  # an AddedToken's dump
+            token = token.get("content")
+        if not isinstance(token, str) or not token:
+            raise ProviderError(
+                f"{self.model.label}: an empty context is scored after the tokenizer's BOS/EOS token (as lm-eval "
+                f"scores it), and {root}/tokenizer_info (vLLM's) gave none", status=None, retryable=False)
+        self._prefix = "" if info.get("add_bos_token") is True else token
+        return self._prefix
 
     async def check_loglikelihoods(self) -> None:
         """Raise `ProviderError` now if this model cannot score by log-likelihood (one tiny call).

@@ -11,6 +11,12 @@ refuse 0) and the generated token, past the prompt's end, is left out. ``is_gree
 when each counted token is the top entry of its ``top_logprobs``. All the pairs of one call go
 as one list prompt; choice ``i`` of the reply answers prompt ``i``.
 
+Contexts are split as lm-eval's ``_encode_pair`` splits them: whitespace at the end of the
+context is moved into the continuation (a BPE tokenizer joins it to the next word, so the
+context's text does not end on a token boundary). An empty context is conditioned on the
+tokenizer's prefix token, as lm-eval's API models do (`with_prefix`; the client reads the
+token from the server's ``/tokenizer_info``).
+
 A reply without the echoed log-probabilities (llama.cpp's ``llama-server``, OpenAI's models)
 raises `ProviderError` (not retried): scores at chance level would be worse than no scores.
 """
@@ -21,7 +27,7 @@ from typing import Any, NamedTuple
 
 from evalnb.errors import ProviderError
 
-__all__ = ["Loglikelihood", "loglikelihood_request", "parse_loglikelihoods"]
+__all__ = ["Loglikelihood", "loglikelihood_request", "parse_loglikelihoods", "with_prefix"]
 
 NO_ECHO = ("cannot score by log-likelihood: the server did not echo the prompt's log-probabilities "
            "(POST /completions with echo and logprobs). vLLM serves them; llama.cpp's llama-server and "
@@ -39,6 +45,18 @@ def loglikelihood_request(model_name: str, requests: list[tuple[str, str]]) -> d
     """The body that asks for every ``context + continuation``'s echoed log-probabilities."""
     return {"model": model_name, "prompt": [context + continuation for context, continuation in requests],
             "max_tokens": 1, "temperature": 0, "echo": True, "logprobs": 1}
+
+
+def with_prefix(requests: list[tuple[str, str]], prefix: str) -> list[tuple[str, str]]:
+    """Empty contexts conditioned on ``prefix`` (the BOS/EOS token's text), as lm-eval's
+    ``loglikelihood`` does; a continuation that starts with that token keeps it as its context."""
+    out = []
+    for context, continuation in requests:
+        if context == "" and prefix:
+            cut = len(prefix) if continuation.startswith(prefix) else 0
+            context, continuation = prefix, continuation[cut:]
+        out.append((context, continuation))
+    return out
 
 
 def parse_loglikelihoods(body: Any, requests: list[tuple[str, str]], label: str = "model") -> list[Loglikelihood]:
@@ -63,7 +81,7 @@ def _one(choice: Any, context: str, continuation: str, label: str) -> Loglikelih
     if (not isinstance(tokens, list) or not isinstance(offsets, list) or not isinstance(lps, list)
             or len(tokens) != len(offsets) or len(lps) != len(offsets) or not text.startswith(full)):
         raise ProviderError(f"{label}: {NO_ECHO}", status=200, retryable=False)
-    start, end = len(context), len(full)
+    start, end = len(context.rstrip()) or len(context), len(full)  # trailing whitespace: the continuation's
     total, greedy, counted = 0.0, True, 0
     for j, offset in enumerate(offsets):
         token_end = offsets[j + 1] if j + 1 < len(offsets) else len(text)

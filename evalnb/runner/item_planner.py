@@ -51,6 +51,9 @@ def key_text(item: Any) -> str:
     continuations = getattr(item, "continuations", None)
     if continuations is None:
         return item.prompt
+    contexts = getattr(item, "contexts", None)
+    if contexts is not None:  # a multiple-input item: its contexts differ, not its continuation
+        return "\x00".join((item.prompt, "loglikelihood-contexts", *contexts, "", *continuations))
     return "\x00".join((item.prompt, "loglikelihood", *continuations))
 
 

@@ -15,10 +15,15 @@ from typing import Any
 
 
 def continuation_pairs(spec: Any, prompt: str, target: str | None,
-                       continuations: tuple[str, ...] | list[str] | None) -> list[tuple[str, str]]:
-    """The ``(context, continuation)`` pairs one item asks about."""
+                       continuations: tuple[str, ...] | list[str] | None,
+                       contexts: tuple[str, ...] | list[str] | None = None) -> list[tuple[str, str]]:
+    """The ``(context, continuation)`` pairs one item asks about: the prompt and each
+    continuation, or (a multiple-input item: winogrande) the prompt and each of its contexts
+    with its one continuation."""
     if spec.type == "loglikelihood_rolling":
         return [("", target or "")]
+    if contexts is not None:
+        return [(prompt + context, c) for context in contexts for c in (continuations or ())[:1]]
     return [(prompt, c) for c in continuations or ()]
 
 

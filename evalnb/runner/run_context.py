@@ -45,6 +45,7 @@ class RunContext:
         gen = plan.generation
         self._gen = gen
         self._task_gen: dict[str, dict[str, Any]] = {}  # task id -> run settings + the task's own
+        self._prefixes: dict[str, str] = {}  # model label -> its tokenizer's prefix token (`learn_prefix`)
         self._max_out = gen.get("max_output_tokens")
         self._instructions = gen.get("instructions") if isinstance(gen.get("instructions"), str) else None
         self._extracting: set[asyncio.Task] = set()  # extractions running off the loop
@@ -85,7 +86,24 @@ class RunContext:
         from evalnb.runner.loglikelihood_call import continuation_pairs
 
         item = unit.item
-        return continuation_pairs(spec, item.prompt, item.target, item.continuations)
+        pairs = continuation_pairs(spec, item.prompt, item.target, item.continuations, item.contexts)
+        prefix = self._prefixes.get(unit.model.label)
+        if prefix is not None and any(context == "" for context, _ in pairs):
+            from evalnb.providers.logprobs import with_prefix
+
+            return with_prefix(pairs, prefix)
+        return pairs
+
+    async def learn_prefix(self, unit: Unit) -> None:
+        """Read the model's prefix token (`ModelClient.prefix_token`) if `unit` has an empty
+        context, so `loglikelihood_pairs` and `request` condition it as a live call does (for an
+        executor that builds requests itself: provider batches); `ProviderError` if it cannot."""
+        label = unit.model.label
+        if label in self._prefixes:
+            return
+        pairs = self.loglikelihood_pairs(unit)
+        if pairs and any(context == "" for context, _ in pairs):
+            self._prefixes[label] = await self._clients[label].prefix_token()
 
     def sample(self, unit: Unit, output: Output | dict | None = None) -> Sample:
         """A new `Sample` for `unit`: the planned fields, and the generation fields of `output`."""

@@ -48,6 +48,8 @@ class Item:
     description: str = ""  # the task's description (an evalnb extension), before everything else
     # what a log-likelihood task scores (prompt + each continuation); None for generation tasks
     continuations: tuple[str, ...] | None = None
+    # a multiple-input item (winogrande): each context after the prompt, with the one continuation
+    contexts: tuple[str, ...] | None = None
 
     def as_grader_item(self) -> dict[str, Any]:
         """The `item` dict a grader receives (SPEC Decisions: row fields + rendered fields)."""
@@ -56,6 +58,8 @@ class Item:
         item["prompt"] = self.prompt
         if self.continuations is not None:
             item["continuations"] = list(self.continuations)
+        if self.contexts is not None:
+            item["contexts"] = list(self.contexts)
         # A task without choices leaves a row's own `choices` in place, as templates do (and
         # as evalnb.scoring.grading.make_item does).
         if self.choices is not None or "choices" not in item:
@@ -174,31 +178,36 @@ def iter_items(
                 sep = fewshot.separator
                 prompt = sep.join(s.text for s in shots) + sep + question
         description = render_template(task.description, row, choices) if task.description else ""
+        target = render_template(target_template, row, choices)
         yield Item(
             index=index,
             row=row,
             prompt=description + prompt,
-            target=render_template(target_template, row, choices),
+            target=target,
             choices=choices,
             fewshot=shots,
             question=question,
             missing_field=lacks_field(row),
             description=description,
-            continuations=item_continuations(task, row),
+            continuations=item_continuations(task, row, target),
+            contexts=item_contexts(task, row),
         )
 
 
-def item_continuations(task: "Task", row: dict) -> tuple[str, ...] | None:
+def item_continuations(task: "Task", row: dict, target: str = "") -> tuple[str, ...] | None:
     """A log-likelihood task's continuations for one row (None for a generation task).
 
     ``loglikelihood.continuations`` names a row field (a list of strings, or one string);
     without it a multiple-choice task uses its ``choices``, each after ``delimiter``. A
-    rolling (perplexity) task scores its target and has none. A missing or malformed field is
-    an error naming the task and the field.
+    rolling (perplexity) task scores its target: that is its one continuation (so the item's
+    request key tells two texts apart). A missing or malformed field is an error naming the
+    task and the field.
     """
     spec = task.loglikelihood
-    if spec is None or spec.type == "loglikelihood_rolling":
+    if spec is None:
         return None
+    if spec.type == "loglikelihood_rolling":
+        return (target,)
     if spec.continuations is None:
         return tuple(spec.delimiter + choice for choice in task.choices or ())
     try:
@@ -214,6 +223,24 @@ def item_continuations(task: "Task", row: dict) -> tuple[str, ...] | None:
             f"task {task.id!r}: loglikelihood.continuations: {spec.continuations!r} must be a list of "
             f"strings (found {type(value).__name__})"
         )
+    return tuple(value)
+
+
+def item_contexts(task: "Task", row: dict) -> tuple[str, ...] | None:
+    """A multiple-input item's contexts (``loglikelihood.contexts``: a row path to a list of
+    strings; a missing or null value: the item has one context, its prompt)."""
+    spec = task.loglikelihood
+    if spec is None or spec.contexts is None:
+        return None
+    try:
+        value = field_value(row, spec.contexts)
+    except KeyError:
+        return None
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"task {task.id!r}: loglikelihood.contexts: {spec.contexts!r} must be a non-empty list of "
+                         f"strings (found {type(value).__name__})")
     return tuple(value)
 
 

@@ -1,27 +1,33 @@
 """The grader an imported lm-eval task runs in the sandbox: lm-eval's filters and metrics, copied.
 
-Self-contained (standard library only): its source is carried into the manifest by
-`evalnb.suite.lm_eval_import`, followed by ``CONFIG`` (the task's output type, filter
-pipelines and metrics). ``grade(sample, item)`` returns one score per (metric, pipeline):
+Self-contained (standard library) but for `evalnb.suite.lm_eval_hooks` and
+`evalnb.suite.lm_eval_aggregations`, whose sources are put before it: all three are carried
+into the manifest by `evalnb.suite.lm_eval_import`, followed by ``CONFIG`` (the task's output
+type, filter pipelines, metrics and ``process_results``) and ``MODULES``.
 
-- **multiple choice** (``acc``, ``acc_norm``): from ``sample["loglikelihoods"]`` (one summed
-  log-probability per continuation; a run stores them as its output text, JSON); ``acc_norm`` divides by the length in characters of the
-  choice without its delimiter; ties go to the first choice, as ``numpy.argmax`` does.
+- **multiple choice**: from ``sample["loglikelihoods"]`` (one summed log-probability per
+  continuation; a run stores them as its output text, JSON): ``acc``, ``acc_norm`` (divided by
+  the length in characters of the choice without its delimiter), ``acc_bytes``,
+  ``exact_match``; ties go to the first choice, as ``numpy.argmax`` does; ``f1``/``mcc`` get
+  ``(gold, prediction)``, ``brier_score`` ``(gold, softmax)``, ``likelihood`` ``(gold, lls)``.
   A sample without log-likelihoods is not scored (``null``).
-- **generation** (``exact_match`` with ``ignore_case``, ``ignore_punctuation``,
-  ``ignore_numbers``, ``regexes_to_ignore``): each ``filter_list`` pipeline (``regex`` with
-  ``group_select`` and ``fallback``, ``multi_choice_regex``, ``take_first``, ``take_first_k``,
-  ``majority_vote``, ``remove_whitespace``, ``lowercase``, ``uppercase``, ``map``) runs on the
-  doc's answers as lm-eval's filters do, then the metric compares what is left with the gold;
-  a list of golds scores 1 when any matches. The score is named ``<metric>`` for lm-eval's
+- **generation**: each ``filter_list`` pipeline (``regex`` with ``group_select`` and
+  ``fallback``, ``multi_choice_regex``, ``take_first``, ``take_first_k``, ``majority_vote``,
+  ``remove_whitespace``, ``lowercase``, ``uppercase``, ``map``) runs on the doc's answers as
+  lm-eval's filters do, then each metric: ``exact_match`` (``ignore_case``,
+  ``ignore_punctuation``, ``ignore_numbers``, ``regexes_to_ignore``; a list of golds scores 1
+  when any matches), a ``!function`` metric, or a pass-through metric's ``(gold, prediction)``
+  (``bleu``, ``chrf``, ``ter``, ``f1``...). The score is named ``<metric>`` for lm-eval's
   default pipeline and ``<metric>.<pipeline>`` otherwise (``exact_match.strict-match``;
   characters a metric id cannot hold become ``_``: ``exact_match.maj_64``). A task with
   ``repeats: N`` is graded by ``grade_batch``: an item's first N epochs are its N answers.
-- **log-likelihood** and **rolling** tasks: ``grade_batch(samples)`` (a batch grader) gives each
-  sample ``acc`` (the continuation was greedy) and the task ``perplexity`` (exp of minus the
-  mean log-likelihood), or ``word_perplexity``/``byte_perplexity`` (exp of minus the summed
-  log-likelihood over the words / UTF-8 bytes of the targets) and ``bits_per_byte``, as
-  lm-eval aggregates them.
+- **log-likelihood** and **rolling** tasks: ``acc`` (the continuation was greedy) and
+  ``perplexity``, or ``word_perplexity``/``byte_perplexity``/``bits_per_byte``.
+- A custom ``process_results`` (a ``!function`` hook) gives a doc's values instead.
+
+``grade`` serves tasks whose metrics are all means of numbers; ``grade_batch`` the others: it
+aggregates each metric over the task as lm-eval does (corpus-level ``bleu``, ``f1``, a
+``!function`` aggregation...), and leaves means to evalnb as per-sample scores.
 """
 
 import json
@@ -29,6 +35,10 @@ import math
 import re
 import string
 from collections import Counter
+
+if "aggregate" not in globals():  # imported as a module; in a manifest the sources below come first
+    from evalnb.suite.lm_eval_aggregations import DEFAULT_AGGREGATION, aggregate
+    from evalnb.suite.lm_eval_hooks import hook
 
 CONFIG = {}  # replaced by the importer
 
@@ -210,11 +220,25 @@ def _scored(sample):
     return reply.get("loglikelihoods"), reply.get("is_greedy")
 
 
-def _choice_scores(sample, item):
-    lls, greedy = _scored(sample)
-    names = [m["metric"] for m in CONFIG["metrics"]]
-    if not lls:
-        return {name: None for name in names}
+def _metric_name(metric):
+    """A metric's key in lm-eval's results: its name, or a ``!function`` metric's function name."""
+    name = metric["metric"]
+    return name["function"].rpartition(".")[2] if isinstance(name, dict) else name
+
+
+def _kwargs(metric):
+    return {k: v for k, v in metric.items() if k not in ("metric", "aggregation", "higher_is_better")}
+
+
+def _softmax(values):
+    top = max(values)
+    exps = [math.exp(v - top) for v in values]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def _choice_results(lls, greedy, item):
+    """lm-eval's multiple_choice ``process_results`` for one doc (every metric it knows)."""
     lm = item["lm_eval"]
     choices = lm["choices"]
     gold = lm.get("gold_index", int(item["target"]))
@@ -223,32 +247,97 @@ def _choice_scores(sample, item):
     pred_bytes = _argmax([ll / max(len(c.encode("utf-8")), 1) for ll, c in zip(lls, choices)])
     golds = gold if isinstance(gold, list) else [gold]
     greedy = greedy or [False] * len(lls)
-    values = {
+    return {
         "acc": 1.0 if pred in golds else 0.0,
         "acc_norm": 1.0 if pred_norm in golds else 0.0,
         "acc_bytes": 1.0 if pred_bytes in golds else 0.0,
         "exact_match": float(any(greedy[g] for g in golds if 0 <= g < len(greedy))),
+        "f1": (gold, pred), "mcc": (gold, pred),
+        "brier_score": (gold, _softmax(lls)), "likelihood": (gold, list(lls)),
     }
+
+
+def _choice_scores(sample, item):
+    lls, greedy = _scored(sample)
+    names = [m["metric"] for m in CONFIG["metrics"]]
+    if not lls:
+        return {name: None for name in names}
+    values = _choice_results(lls, greedy, item)
     return {name: values[name] for name in names}
 
 
-def _doc_scores(resps, item):
-    """One doc's scores from its answers (``resps``, in order), per (metric, pipeline)."""
-    gold = item["lm_eval"].get("gold", item["target"])
+def _generation_value(metric, resp, gold):
+    """One generation metric for one doc, as lm-eval's ``process_results`` computes it: exact_match
+    (a list of golds: any matches), a ``!function`` metric, else a registered pass-through
+    metric's ``(gold, prediction)`` pair (several golds: 1.0 if any, as lm-eval does)."""
+    name, kwargs = metric["metric"], _kwargs(metric)
     golds = [str(g) for g in gold] if isinstance(gold, list) else [str(gold)]
+    if name == "exact_match":
+        return max(exact_match(resp, g, **kwargs) for g in golds)
+    fn = hook(name) if isinstance(name, dict) else None
+    values = []
+    for g in golds if isinstance(gold, list) else [gold if isinstance(gold, str) else str(gold)]:
+        if fn is None:
+            values.append([g, resp])
+            continue
+        try:
+            value = fn(references=[g], predictions=[resp], **kwargs)
+        except TypeError:
+            value = fn([g, resp])
+        values.append(value[_metric_name(metric)] if isinstance(value, dict) else value)
+    if isinstance(gold, list):
+        return 1.0 if any(values) else 0.0
+    return values[0]
+
+
+def _doc_scores(resps, item):
+    """One doc's values from its answers (``resps``, in order), per (metric, pipeline): a number
+    for a mean, else what the metric's aggregation takes."""
+    gold = item["lm_eval"].get("gold", item["target"])
     doc = item.get("row") or item
     scores = {}
     for pipeline in CONFIG["filters"]:
         resp = run_pipeline(pipeline["filter"], list(resps), doc)
         resp = "" if resp is None else str(resp)
-        for metric, key in zip(CONFIG["metrics"], _doc_keys(pipeline)):
-            kwargs = {k: v for k, v in metric.items() if k not in ("metric", "aggregation", "higher_is_better")}
-            scores[key] = max(exact_match(resp, g, **kwargs) for g in golds)
+        keys = _doc_keys(pipeline)
+        if CONFIG.get("process_results") is not None:
+            found = hook(CONFIG["process_results"])(_lm_eval_doc(item), [resp])
+            scores.update({key: found.get(_metric_name(m)) for m, key in zip(CONFIG["metrics"], keys)})
+            continue
+        for metric, key in zip(CONFIG["metrics"], keys):
+            scores[key] = _generation_value(metric, resp, gold)
     return scores
 
 
 def _generation_scores(sample, item):
     return _doc_scores([sample.get("output_text") or ""], item)
+
+
+def _lm_eval_doc(item):
+    """The doc lm-eval's ``process_results`` gets: the row after ``process_docs``, as lm-eval has it."""
+    row = item.get("row") or {}
+    return {k: v for k, v in row.items() if k != "lm_eval"}
+
+
+def _loglikelihood_results(lls, greedy, item):
+    """One doc's values for a log-likelihood, rolling or multiple-choice task (a custom
+    ``process_results`` when the task has one)."""
+    kind = CONFIG["output_type"]
+    custom = CONFIG.get("process_results")
+    if kind == "multiple_choice":
+        if custom is not None:
+            return hook(custom)(_lm_eval_doc(item), list(zip(lls, greedy or [False] * len(lls))))
+        return _choice_results(lls, greedy, item)
+    ll = float(lls[0])
+    if kind == "loglikelihood":
+        if custom is not None:
+            return hook(custom)(_lm_eval_doc(item), [(ll, bool(greedy and greedy[0]))])
+        return {"perplexity": ll, "acc": 1.0 if greedy and greedy[0] else 0.0}
+    if custom is not None:
+        return hook(custom)(_lm_eval_doc(item), [ll])
+    target = item.get("target") or ""
+    words, nbytes = len(re.split(r"\s+", target)), len(target.encode("utf-8"))
+    return {"word_perplexity": (ll, words), "byte_perplexity": (ll, nbytes), "bits_per_byte": (ll, nbytes)}
 
 
 def _repeated_scores(samples):
@@ -281,9 +370,22 @@ def _repeated_scores(samples):
 def _doc_keys(pipeline):
     keys = []
     for metric in CONFIG["metrics"]:
-        key = metric["metric"] if pipeline["name"] == "none" else f"{metric['metric']}.{pipeline['name']}"
+        name = _metric_name(metric)
+        key = name if pipeline["name"] == "none" else f"{name}.{pipeline['name']}"
         keys.append(re.sub(r"[^A-Za-z0-9_.\-]", "_", key))
     return keys
+
+
+def _keys():
+    """(metric, its key) for every value a doc gets (generation: per pipeline)."""
+    if CONFIG["output_type"] != "generate_until":
+        return [(m, re.sub(r"[^A-Za-z0-9_.\-]", "_", _metric_name(m))) for m in CONFIG["metrics"]]
+    return [pair for pipeline in CONFIG["filters"] for pair in zip(CONFIG["metrics"], _doc_keys(pipeline))]
+
+
+def _aggregation(metric):
+    agg = metric.get("aggregation") or DEFAULT_AGGREGATION.get(_metric_name(metric), "mean")
+    return hook(agg) if isinstance(agg, dict) else agg
 
 
 def grade(sample, item):
@@ -293,36 +395,34 @@ def grade(sample, item):
 
 
 def grade_batch(samples):
-    if CONFIG["output_type"] == "generate_until":
+    """Every sample's values, then each metric aggregated over the task as lm-eval aggregates
+    it: a ``mean`` of numbers is left to evalnb (per-sample scores, so intervals and paired
+    tests apply); every other aggregation is reported for the task."""
+    if CONFIG["output_type"] == "generate_until" and CONFIG.get("repeats", 1) > 1:
         return {"samples": _repeated_scores(samples)}
-    names = [m["metric"] for m in CONFIG["metrics"]]
-    per_sample, lls, words, nbytes = [], [], 0, 0
+    keys = _keys()
+    values = []
     for sample in samples:
-        values, greedy = _scored(sample)
-        if not values:
-            per_sample.append({"scores": {"acc": None}} if "acc" in names else None)
+        item = sample.get("item") or {}
+        if CONFIG["output_type"] == "generate_until":
+            values.append(_generation_scores(sample, item))
             continue
-        lls.append(float(values[0]))
-        if CONFIG["output_type"] == "loglikelihood_rolling":
-            target = (sample.get("item") or {}).get("target") or ""
-            words += len(re.split(r"\s+", target))
-            nbytes += len(target.encode("utf-8"))
-        if "acc" in names:
-            per_sample.append({"scores": {"acc": 1.0 if greedy and greedy[0] else 0.0}})
-        else:
-            per_sample.append(None)
-    metrics = {}
-    if lls:
-        total = sum(lls)
-        if "perplexity" in names:
-            metrics["perplexity"] = math.exp(-total / len(lls))
-        if "word_perplexity" in names and words:
-            metrics["word_perplexity"] = math.exp(-total / words)
-        if "byte_perplexity" in names and nbytes:
-            metrics["byte_perplexity"] = math.exp(-total / nbytes)
-        if "bits_per_byte" in names and nbytes:
-            metrics["bits_per_byte"] = -total / nbytes / math.log(2)
+        lls, greedy = _scored(sample)
+        values.append(_loglikelihood_results(lls, greedy, item) if lls else None)
+    per_sample, metrics = [None] * len(samples), {}
+    for metric, key in keys:
+        agg = _aggregation(metric)
+        name = key if CONFIG["output_type"] == "generate_until" else _metric_name(metric)
+        found = [v.get(name) for v in values if v is not None and v.get(name) is not None]
+        if agg == "mean":  # evalnb's own mean over the per-sample scores
+            for i, v in enumerate(values):
+                value = None if v is None else v.get(name)
+                entry = per_sample[i] = per_sample[i] or {"scores": {}}
+                entry["scores"][key] = float(value) if value is not None else None
+        elif found:
+            metrics[key] = aggregate(agg, found)
+    empty = {"scores": {key: None for metric, key in keys if _aggregation(metric) == "mean"}}
     out = {"metrics": metrics}
-    if "acc" in names:
-        out["samples"] = per_sample
+    if any(entry is not None for entry in per_sample):
+        out["samples"] = [entry or empty for entry in per_sample]
     return out

@@ -20,17 +20,22 @@ in), which adds an ``lm_eval`` field to each row; the manifest's templates only 
   written into the config (``fewshot_config.samples``, a list or a ``!function``) are rendered
   by the preprocessor and put, with the description, before the question (``first_n``: the
   same block for every row, exactly lm-eval's; default sampler: a deterministic draw per row).
-- **Scoring**: ``multiple_choice`` -> ``loglikelihood: {type: multiple_choice}`` with
-  ``acc``/``acc_norm``/``acc_bytes``/``exact_match``; ``generate_until`` -> a ``qa`` task whose
-  grader runs each ``filter_list`` pipeline and ``exact_match``, with ``generation_kwargs`` as
-  the task's own ``generation`` block. ``repeats: N`` (self-consistency, ``majority_vote``)
-  -> a batch grader over each item's first N epochs; evalnb has no per-task epochs, so the
-  import warns to run with ``epochs=N`` and the grader says so when items lack answers.
+- **Scoring**: ``multiple_choice`` -> ``loglikelihood: {type: multiple_choice}`` (with
+  ``contexts`` for multiple-input docs: winogrande), ``generate_until`` -> a ``qa`` task whose
+  grader runs each ``filter_list`` pipeline, with ``generation_kwargs`` as the task's own
+  ``generation`` block and lm-eval's defaults (greedy, 256 tokens, seed 1234) as its
+  ``defaults``. Metrics are lm-eval's, aggregated as it aggregates them
+  (`evalnb.suite.lm_eval_aggregations`): means per sample, corpus ``bleu``/``chrf``/``ter``,
+  ``f1``/``mcc``/``brier_score`` and ``!function`` aggregations over the task, a custom
+  ``process_results`` run in the sandbox. ``repeats: N`` (self-consistency,
+  ``majority_vote``) -> a batch grader over each item's first N epochs; evalnb has no
+  per-task epochs, so the import warns to run with ``epochs=N`` and the grader says so when
+  items lack answers.
 
 What does not map raises `LmEvalImportError` naming the task and the field: Python class
-tasks, ``custom_dataset``, promptsource ``use_prompt``, images/audio, multiple-input tasks,
-samplers other than ``default``/``first_n``, and metrics or
-filters the grader does not implement.
+tasks, ``custom_dataset``, promptsource ``use_prompt``, images/audio, samplers other than
+``default``/``first_n``, and metrics, aggregations or filters the grader does not implement
+(or that lm-eval itself could not aggregate).
 """
 
 from __future__ import annotations
@@ -56,14 +61,14 @@ _UNSUPPORTED = {
     "doc_to_image": "image inputs (doc_to_image)",
     "doc_to_audio": "audio inputs (doc_to_audio)",
 }
-_CHOICE_METRICS = ("acc", "acc_norm", "acc_bytes", "exact_match")
-_GENERATION_METRICS = ("exact_match",)
-_ALLOWED_METRICS = {"multiple_choice": _CHOICE_METRICS, "generate_until": _GENERATION_METRICS,
-                    "loglikelihood": ("perplexity", "acc"),
-                    "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte")}
-# aggregations other than a mean over samples: the batch grader computes them over the task
-_TASK_AGGREGATIONS = {"perplexity": "perplexity", "word_perplexity": "weighted_perplexity",
-                      "byte_perplexity": "weighted_perplexity", "bits_per_byte": "bits_per_byte"}
+# what lm-eval's process_results gives each built-in metric (a number, or what its aggregation takes)
+_NUMBER_METRICS = {"multiple_choice": ("acc", "acc_norm", "acc_bytes", "exact_match"),
+                   "generate_until": ("exact_match",), "loglikelihood": ("acc",), "loglikelihood_rolling": ()}
+_PAIR_METRICS = {"multiple_choice": ("f1", "mcc", "brier_score", "likelihood"),
+                 "generate_until": ("bleu", "chrf", "chrf++", "ter", "f1", "mcc", "acc", "acc_norm", "acc_bytes",
+                                    "likelihood", "brier_score"),  # registered pass-throughs: (gold, answer)
+                 "loglikelihood": ("perplexity",),
+                 "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte")}
 _FILTERS = ("regex", "multi_choice_regex", "take_first", "take_first_k", "majority_vote", "remove_whitespace",
             "lowercase", "uppercase", "map")
 _DEFAULT_METRICS = {"multiple_choice": ["acc", "acc_norm"], "generate_until": ["exact_match"],
@@ -112,12 +117,15 @@ def import_task(
     output_type = config.get("output_type", "generate_until")
     if output_type not in _OUTPUT_TYPES:
         raise LmEvalImportError(f"{where}: output_type {output_type!r} is not one of {', '.join(_OUTPUT_TYPES)}")
-    if isinstance(config.get("doc_to_text"), int):
-        raise LmEvalImportError(f"{where}: doc_to_text is a choice index (a multiple-input task); not supported")
+    if isinstance(config.get("doc_to_text"), int) and (output_type != "multiple_choice"
+                                                        or config.get("doc_to_choice") is None):
+        raise LmEvalImportError(f"{where}: doc_to_text is a choice index (a multiple-input task) but the task is "
+                                f"not multiple_choice with doc_to_choice; lm-eval cannot score it either")
     if config.get("dataset_path") is None:
         raise LmEvalImportError(f"{where}: dataset_path is missing")
-    if config.get("process_results") is not None:
-        raise LmEvalImportError(f"{where}: process_results (a custom scorer) is not supported yet")
+    if config.get("process_results") is not None and not _is_hook(config["process_results"]):
+        raise LmEvalImportError(f"{where}: process_results must be a !function hook "
+                                f"(found {config['process_results']!r})")
 
     count = num_fewshot if num_fewshot is not None else (config.get("num_fewshot") or 0)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
@@ -155,17 +163,11 @@ def import_task(
                                    "seed": FEWSHOT_SEED}
     elif count:
         task["fewshot"] = _fewshot(config, fewshot_cfg, count, test_split, dataset, dataset_paths or {}, where)
-    metrics = _metrics(config, output_type, where)
-    filters = _filters(config, output_type, where)
-    repeats = _repeats(config, output_type, filters, where)
     task["preprocess"] = {"type": "python", "contract": "batch", "source": _runtime_source(runtime, modules)}
-    contract = "batch" if output_type in ("loglikelihood", "loglikelihood_rolling") or repeats > 1 else "sample"
-    task["grader"] = {"type": "python", "contract": contract,
-                      "source": _grader_source(output_type, metrics, filters, name=name, repeats=repeats)}
-    task["metrics"] = [{"id": metric_id, "higher_is_better": better} for metric_id, better in
-                       _metric_ids(metrics, filters, output_type)]
+    task["grader"], task["metrics"], repeats = _scoring(config, output_type, name, modules, where)
     if output_type == "multiple_choice":
-        task["loglikelihood"] = {"type": "multiple_choice", "continuations": "lm_eval.continuations"}
+        task["loglikelihood"] = {"type": "multiple_choice", "continuations": "lm_eval.continuations",
+                                 "contexts": "lm_eval.contexts"}
     elif output_type == "loglikelihood":
         task["loglikelihood"] = {"type": "loglikelihood", "continuations": "lm_eval.continuations"}
     elif output_type == "loglikelihood_rolling":
@@ -182,26 +184,50 @@ def import_task(
     return task
 
 
-_GENERATION_KEYS = {"until": "until", "max_gen_toks": "max_gen_toks", "temperature": "temperature",
-                    "top_p": "top_p", "top_k": "top_k", "do_sample": "do_sample"}
+def _scoring(config: dict[str, Any], output_type: str, name: str, modules: dict[str, str],
+             where: str) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """The task's grader, its metric list and its ``repeats``: a per-sample grader when every
+    metric is a mean of numbers, else a batch grader aggregating as lm-eval does."""
+    process_results = config.get("process_results")
+    metrics = _metrics(config, output_type, where)
+    filters = _filters(config, output_type, where)
+    repeats = _repeats(config, output_type, filters, where)
+    if repeats > 1 and (process_results is not None or any(m["metric"] != "exact_match" for m in metrics)):
+        raise LmEvalImportError(f"{where}: repeats {repeats} is supported with exact_match only")
+    per_sample = (output_type in ("multiple_choice", "generate_until") and repeats == 1 and process_results is None
+                  and all(_aggregation(m) == "mean" for m in metrics))
+    grading = {"output_type": output_type, "metrics": metrics, "filters": filters, "task": name,
+               "repeats": repeats, "process_results": process_results}
+    grader = {"type": "python", "contract": "sample" if per_sample else "batch",
+              "source": _grader_source(grading, modules)}
+    ids = [{"id": metric_id, "higher_is_better": better} for metric_id, better in
+           _metric_ids(metrics, filters, output_type)]
+    return grader, ids, repeats
+
+
+_GENERATION_KEYS = ("until", "max_gen_toks", "temperature", "top_p", "top_k", "do_sample")
+# what lm-eval's local-completions sends when generation_kwargs does not say (openai_completions.py)
+LM_EVAL_GENERATION_DEFAULTS = {"temperature": 0.0, "max_output_tokens": 256, "seed": 1234}
 
 
 def _generation(config: dict[str, Any], where: str) -> dict[str, Any]:
-    """``generation_kwargs`` as the task's generation block (lm-eval's defaults when absent:
-    greedy, stop at the few-shot delimiter, 256 tokens)."""
-    kwargs = config.get("generation_kwargs")
-    if kwargs is None:
-        kwargs = {"until": [config.get("fewshot_delimiter", "\n\n")], "do_sample": False, "temperature": 0.0,
-                  "max_gen_toks": 256}
-    unknown = sorted(set(kwargs) - _GENERATION_KEYS.keys())
+    """``generation_kwargs`` as the task's generation block, with lm-eval's defaults beside them.
+
+    ``until`` is what lm-eval's TaskConfig computes (the YAML's, else the few-shot delimiter),
+    so it is the task's own; ``do_sample`` is dropped, as lm-eval's API models drop it; greedy
+    ``temperature`` 0, ``max_gen_toks`` 256 and ``seed`` 1234 are ``defaults``: the run's
+    ``generation`` wins over them, the task's own fields over both."""
+    kwargs = dict(config.get("generation_kwargs") or {})
+    unknown = sorted(set(kwargs) - set(_GENERATION_KEYS))
     if unknown:
         raise LmEvalImportError(f"{where}: generation_kwargs {', '.join(unknown)} not supported "
                                 f"({', '.join(_GENERATION_KEYS)} are)")
-    out = {key: kwargs[key] for key in _GENERATION_KEYS if kwargs.get(key) is not None}
+    out = {key: kwargs[key] for key in _GENERATION_KEYS if key != "do_sample" and kwargs.get(key) is not None}
     if "until" not in out:
         out["until"] = [config.get("fewshot_delimiter", "\n\n")]  # lm-eval's TaskConfig default
     if "temperature" in out:
         out["temperature"] = float(out["temperature"])
+    out["defaults"] = dict(LM_EVAL_GENERATION_DEFAULTS)
     return out
 
 
@@ -280,20 +306,52 @@ def _fewshot(config: dict[str, Any], fs: dict[str, Any], count: int, test_split:
 
 
 def _metrics(config: dict[str, Any], output_type: str, where: str) -> list[dict[str, Any]]:
+    """The metric list, each checked: a metric lm-eval's ``process_results`` gives (or a
+    ``!function`` metric, or any name a custom ``process_results`` returns) and an aggregation
+    that takes what it gives (a number for a mean)."""
+    from evalnb.suite.lm_eval_aggregations import AGGREGATIONS, PAIR_AGGREGATIONS
+
     listed = config.get("metric_list")
     metrics = [{"metric": m} for m in _DEFAULT_METRICS[output_type]] if listed is None else listed
-    allowed = _ALLOWED_METRICS[output_type]
+    custom = config.get("process_results") is not None
+    numbers, pairs = _NUMBER_METRICS[output_type], _PAIR_METRICS[output_type]
     out = []
     for metric in metrics:
-        name = metric.get("metric")
-        if not isinstance(name, str) or name not in allowed:
+        name = metric.get("metric") if isinstance(metric, dict) else None
+        hooked = _is_hook(name) and output_type == "generate_until"
+        if not (hooked or (isinstance(name, str) and (custom or name in numbers or name in pairs))):
             shown = name.get("function") if isinstance(name, dict) else name
             raise LmEvalImportError(f"{where}: metric {shown!r} is not supported for {output_type} "
-                                    f"(supported: {', '.join(allowed)})")
-        if metric.get("aggregation", _TASK_AGGREGATIONS.get(name, "mean")) != _TASK_AGGREGATIONS.get(name, "mean"):
-            raise LmEvalImportError(f"{where}: metric {name!r}: aggregation {metric['aggregation']!r} is not supported")
+                                    f"(supported: {', '.join(numbers + pairs)}, a !function metric for "
+                                    "generate_until, or a custom process_results)")
+        agg = _aggregation(metric)
+        if not _is_hook(agg) and agg not in AGGREGATIONS:
+            raise LmEvalImportError(f"{where}: metric {_shown(name)!r}: aggregation {agg!r} is not supported "
+                                    f"({', '.join(AGGREGATIONS)} or a !function are)")
+        if not custom and not hooked and not _is_hook(agg):
+            takes_pairs = agg in PAIR_AGGREGATIONS or agg == "perplexity"
+            if takes_pairs != (name in pairs):
+                what = "a (gold, answer) pair" if name in pairs else "a number"
+                raise LmEvalImportError(f"{where}: metric {name!r} gives {what} per doc, which aggregation "
+                                        f"{agg!r} cannot take (lm-eval fails on it too)")
         out.append(dict(metric))
     return out
+
+
+def _aggregation(metric: dict[str, Any]) -> Any:
+    """The metric's aggregation: its own, else the one lm-eval registers for it, else ``mean``."""
+    from evalnb.suite.lm_eval_aggregations import DEFAULT_AGGREGATION
+
+    name = metric.get("metric")
+    return metric.get("aggregation") or DEFAULT_AGGREGATION.get(name if isinstance(name, str) else "", "mean")
+
+
+def _is_hook(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"function"} and isinstance(value["function"], str)
+
+
+def _shown(name: Any) -> Any:
+    return name.get("function") if isinstance(name, dict) else name
 
 
 def _filters(config: dict[str, Any], output_type: str, where: str) -> list[dict[str, Any]]:
@@ -325,30 +383,36 @@ def _repeats(config: dict[str, Any], output_type: str, filters: list[dict[str, A
 
 
 def _metric_ids(metrics: list[dict[str, Any]], filters: list[dict[str, Any]], output_type: str) -> list[tuple[str, bool]]:
+    from evalnb.suite.lm_eval_aggregations import LOWER_IS_BETTER
+
     ids = []
     for metric in metrics:
-        better = bool(metric.get("higher_is_better", metric["metric"] not in _TASK_AGGREGATIONS))
+        name = metric["metric"]["function"].rpartition(".")[2] if _is_hook(metric["metric"]) else metric["metric"]
+        better = bool(metric.get("higher_is_better", name not in LOWER_IS_BETTER))
         if output_type != "generate_until":
-            ids.append((metric["metric"], better))
+            ids.append((_ID.sub("_", name), better))
             continue
         for pipeline in filters:
-            name = metric["metric"] if pipeline["name"] == "none" else f"{metric['metric']}.{pipeline['name']}"
-            ids.append((_ID.sub("_", name), better))
+            key = name if pipeline["name"] == "none" else f"{name}.{pipeline['name']}"
+            ids.append((_ID.sub("_", key), better))
     return ids
 
 
 def _runtime_source(runtime: dict[str, Any], modules: dict[str, str]) -> str:
-    from evalnb.suite import lm_eval_runtime
+    from evalnb.suite import lm_eval_hooks, lm_eval_runtime
 
-    return _with_config(Path(lm_eval_runtime.__file__).read_text(encoding="utf-8"), runtime, modules)
+    return _with_config(_sources(lm_eval_hooks, lm_eval_runtime), runtime, modules)
 
 
-def _grader_source(output_type: str, metrics: list[dict[str, Any]], filters: list[dict[str, Any]], *,
-                   name: str, repeats: int) -> str:
-    from evalnb.suite import lm_eval_grading
+def _grader_source(config: dict[str, Any], modules: dict[str, str]) -> str:
+    from evalnb.suite import lm_eval_aggregations, lm_eval_grading, lm_eval_hooks
 
-    config = {"output_type": output_type, "metrics": metrics, "filters": filters, "task": name, "repeats": repeats}
-    return _with_config(Path(lm_eval_grading.__file__).read_text(encoding="utf-8"), config, None)
+    return _with_config(_sources(lm_eval_hooks, lm_eval_aggregations, lm_eval_grading), config, modules)
+
+
+def _sources(*modules: Any) -> str:
+    """The modules' sources one after the other, as one self-contained program."""
+    return "\n\n".join(Path(m.__file__).read_text(encoding="utf-8").rstrip("\n") for m in modules)
 
 
 def _with_config(source: str, config: dict[str, Any], modules: dict[str, str] | None) -> str:

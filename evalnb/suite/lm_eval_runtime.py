@@ -1,16 +1,20 @@
 """The preprocessor an imported lm-eval task runs in the sandbox: lm-eval's doc rendering, copied.
 
-This file is self-contained (standard library, ``jinja2`` and ``datasets``): its source is
-carried into the manifest by `evalnb.suite.lm_eval_import`, followed by the task's
-``CONFIG`` (its lm-eval fields as JSON) and ``MODULES`` (the source of each ``utils.py`` its
-``!function`` hooks name). ``process_docs(rows)`` is the batch preprocessor: rows become a
+This file is self-contained (standard library, ``jinja2`` and ``datasets``) but for
+`evalnb.suite.lm_eval_hooks`, whose source is put before it: both are carried into the
+manifest by `evalnb.suite.lm_eval_import`, followed by the task's ``CONFIG`` (its lm-eval
+fields as JSON) and ``MODULES`` (the source of each ``utils.py`` its ``!function`` hooks name).
+``process_docs(rows)`` is the batch preprocessor: rows become a
 ``datasets.Dataset`` (as lm-eval's docs are), the task's own ``process_docs`` runs on it, and
 each doc gets an ``lm_eval`` field with what lm-eval would build from it, string for string:
 
 - ``prompt``: ``doc_to_text`` (plus ``gen_prefix``) as the evaluated question;
 - ``description``: the task's description resolved against the doc;
 - ``target``: the gold choice's index for multiple choice, else ``doc_to_target`` as text;
-- ``choices`` and ``continuations`` (each choice after ``target_delimiter``);
+- ``choices`` and ``continuations`` (each choice after ``target_delimiter``); for a
+  multiple-input doc (``doc_to_text`` gives the gold's index: winogrande) the choices are
+  contexts: ``contexts`` holds each as lm-eval's ``multiple_input_context`` renders it, the
+  ``prompt`` is empty and the one continuation is ``target_delimiter`` + ``doc_to_target``;
 - ``shot_prompt`` / ``shot_target``: the doc rendered as a few-shot example (fewshot
   overrides applied, delimiters included), so ``shot_prompt + shot_target`` is what lm-eval
   puts in a context for this doc.
@@ -21,17 +25,17 @@ rendered as ``lm_eval.utils.apply_template`` renders it, in a sandboxed environm
 """
 
 import ast
-import hashlib
 import json
 import re
-import sys
-import types
+
+if "hook" not in globals():  # imported as a module; in a manifest `lm_eval_hooks`' source comes first
+    from evalnb.suite.lm_eval_hooks import function as _function, hook as _hook
+else:
+    _function, _hook = function, hook  # noqa: F821 - defined by the source put before this one
 
 CONFIG = {}  # replaced by the importer
-MODULES = {}  # module name -> source of the task's utils files
 
 _TEMPLATES = {}
-_FUNCTIONS = {}
 _ENV = []
 
 
@@ -55,34 +59,6 @@ def apply_template(template, doc):
     if compiled is None:
         compiled = _TEMPLATES[template] = _env().from_string(template)
     return compiled.render(**doc)
-
-
-def _function(ref):
-    """A ``!function module.name`` hook, loaded from the source carried in MODULES."""
-    fn = _FUNCTIONS.get(ref)
-    if fn is not None:
-        return fn
-    module_name, _, name = ref.rpartition(".")
-    if module_name not in MODULES:
-        raise RuntimeError(f"!function {ref}: the source of {module_name}.py was not carried into the manifest")
-    source = MODULES[module_name]
-    # a sandbox worker runs many tasks' code: two tasks' utils.py are two modules
-    key = "lm_eval_task_%s_%s" % (module_name, hashlib.sha256(source.encode("utf-8")).hexdigest()[:16])
-    module = sys.modules.get(key)
-    if module is None:
-        module = types.ModuleType(module_name)
-        module.__file__ = f"<lm-eval {module_name}.py>"
-        sys.modules[key] = module
-        exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102
-    fn = _FUNCTIONS[ref] = getattr(module, name)
-    return fn
-
-
-def _hook(spec):
-    """A config value: a {"function": ref} marker becomes the function, anything else stays."""
-    if isinstance(spec, dict) and set(spec) == {"function"}:
-        return _function(spec["function"])
-    return spec
 
 
 class _Task:
@@ -223,10 +199,21 @@ def render_doc(task, doc):
     # the evaluated question (fewshot_context's last turn: no answer, few_delim "")
     q = task.doc_to_text(doc)
     gen_prefix = task.resolve_field(doc, cfg.get("gen_prefix")) if cfg.get("gen_prefix") is not None else None
+    target = task.doc_to_target(doc)
+    if isinstance(q, int) and not isinstance(q, bool) and output_type == "multiple_choice" and task.has_choice:
+        # lm-eval's multiple_input_context: one context per choice, the same continuation
+        choices = [str(c) if not isinstance(c, str) else c for c in task.doc_to_choice(doc)]
+        out["prompt"] = ""
+        out["contexts"] = ["".join(qa_turn(c, gen_prefix=gen_prefix, tgt_delim="", few_delim="")) for c in choices]
+        out["choices"] = choices
+        out["continuations"] = [cfg.get("target_delimiter", " ") + _text(target)]
+        out["gold_index"] = _gold_index(q, choices)
+        out["target"] = _text(out["gold_index"])
+        _shot(task, doc, fs, out)
+        return out
     user, assistant = qa_turn(q, gen_prefix=gen_prefix, tgt_delim=cfg.get("target_delimiter", " "), few_delim="")
     out["prompt"] = user + assistant
 
-    target = task.doc_to_target(doc)
     if output_type == "multiple_choice":
         choices = [str(c) if not isinstance(c, str) else c for c in task.doc_to_choice(doc)]
         delim = cfg.get("target_delimiter", " ")
@@ -246,17 +233,23 @@ def render_doc(task, doc):
         out["gold"] = target
         out["target"] = _text(target)
 
-    # the doc as a few-shot example (CONFIG["fewshot"] holds the effective fewshot_config)
-    if fs:
-        c = task.doc_to_choice(doc, fs["doc_to_choice"]) if fs.get("doc_to_choice") else None
-        a = task.doc_to_target(doc, fs.get("doc_to_target"))
-        shot_q, shot_a = qa_turn(
-            task.doc_to_text(doc, fs.get("doc_to_text")), c, a,
-            gen_prefix=task.resolve_field(doc, fs.get("gen_prefix")),
-            tgt_delim=fs["target_delimiter"], few_delim=fs["fewshot_delimiter"],
-        )
-        out["shot_prompt"], out["shot_target"] = shot_q, shot_a
+    _shot(task, doc, fs, out)
     return out
+
+
+def _shot(task, doc, fs, out):
+    """The doc as a few-shot example (``fs``: the effective fewshot_config; nothing without it).
+    A multiple-input doc's question is its gold context, with no choices (as lm-eval renders it)."""
+    if not fs:
+        return
+    c = task.doc_to_choice(doc, fs["doc_to_choice"]) if fs.get("doc_to_choice") else None
+    a = task.doc_to_target(doc, fs.get("doc_to_target"))
+    q = task.doc_to_text(doc, fs.get("doc_to_text"))
+    if isinstance(q, int) and not isinstance(q, bool) and c is not None:
+        q, c = c[q], None
+    shot_q, shot_a = qa_turn(q, c, a, gen_prefix=task.resolve_field(doc, fs.get("gen_prefix")),
+                             tgt_delim=fs["target_delimiter"], few_delim=fs["fewshot_delimiter"])
+    out["shot_prompt"], out["shot_target"] = shot_q, shot_a
 
 
 def _plain(value):

@@ -10,6 +10,11 @@ gateway's (generation) and loads unchanged.
   each after ``delimiter``. The target is the gold choice's index as a string.
 - ``loglikelihood``: one continuation per item (``continuations`` names a string or a list).
 - ``loglikelihood_rolling``: the target text itself is scored (perplexity); no continuations.
+
+``contexts`` (multiple choice only; a dotted path to a list of strings) makes an item a
+multiple-input one, lm-eval's winogrande shape: each context after the prompt is scored with
+the item's one continuation, and the choices are the contexts. A row whose path is missing or
+null has the one context, its prompt.
 """
 
 from __future__ import annotations
@@ -31,9 +36,13 @@ class LoglikelihoodSpec(ManifestModel):
     type: Literal["multiple_choice", "loglikelihood", "loglikelihood_rolling"] = "multiple_choice"
     continuations: NonEmptyStr | None = None  # dotted path in the row (a list of strings, or one string)
     delimiter: str = " "  # before each of the task's `choices` (lm-eval's target_delimiter)
+    contexts: NonEmptyStr | None = None  # dotted path in the row to a multiple-input item's contexts
 
     @classmethod
     def _problems(cls, data: dict[str, Any]) -> list[InitErrorDetails]:
         if data.get("type") == "loglikelihood" and data.get("continuations") is None:
             return [problem(("continuations",), "missing", "required for type 'loglikelihood'")]
+        if data.get("contexts") is not None and data.get("type", "multiple_choice") != "multiple_choice":
+            return [problem(("contexts",), "invalid", "contexts are for type 'multiple_choice' only",
+                            data.get("contexts"))]
         return []

@@ -231,7 +231,8 @@ class Task(ManifestModel):
     generation: TaskGeneration | None = Field(
         default=None,
         description="the task's own generation settings (lm-eval's generation_kwargs: until, max_gen_toks, "
-        "temperature...); the run's generation fills in the rest; an evalnb extension",
+        "temperature...) and its `defaults` (lm-eval's: temperature 0, 256 tokens, seed 1234); the task's own "
+        "win over the run's generation, which wins over the defaults; an evalnb extension",
     )
     metadata: Metadata = Field(default_factory=dict)
 

@@ -93,6 +93,10 @@ class LocalModelServer:
     scripts them, as a dict ``{token: logprob}`` or a callable ``(text_before, token) -> logprob``.
     ``byte_fallback=True`` splits non-ASCII symbols (``→``) into UTF-8 byte tokens, echoed as
     vLLM echoes a byte-level tokenizer's (``""`` until the character is complete).
+    ``bpe_spaces=True`` splits whitespace as GPT-2's pre-tokenizer does (``"a  b"`` ->
+    ``"a", " ", " b"``; ``"\\nQ"`` -> ``"\\n", "Q"``), so a context ending in whitespace does
+    not end on a token boundary of context + continuation, as with a real BPE tokenizer.
+    ``tokenizer_api=False`` plays a server without vLLM's tokenizer endpoints (404).
     ``echo_logprobs=False`` plays a server
     that cannot echo them (llama.cpp's ``llama-server``): the prompt is not echoed and
     ``logprobs`` is null.
@@ -129,6 +133,8 @@ class LocalModelServer:
         token_logprobs: Mapping[str, float] | Callable[[str, str], float] | None = None,
         echo_logprobs: bool = True,
         byte_fallback: bool = False,
+        bpe_spaces: bool = False,
+        tokenizer_api: bool = True,
     ):
         if responder is not None and not callable(responder) and not isinstance(responder, Mapping):
             raise TypeError("responder must be a dict of prompt substring -> answer, or a callable")
@@ -144,8 +150,9 @@ class LocalModelServer:
         if token_logprobs is not None and not callable(token_logprobs) and not isinstance(token_logprobs, Mapping):
             raise TypeError("token_logprobs must be a dict of token -> logprob or a callable (text_before, token) -> logprob")
         self._token_logprob = logprobs.logprob_function(token_logprobs)
-        self.vocab = Vocabulary(byte_fallback)  # token ids of /tokenize and token-id prompts, first seen first
+        self.vocab = Vocabulary(byte_fallback, bpe_spaces)  # token ids of /tokenize and token-id prompts, first seen first
         self.echo_logprobs = echo_logprobs
+        self.tokenizer_api = tokenizer_api
         self._responder = dict(responder) if isinstance(responder, Mapping) else responder
         self._pass_path = callable(responder) and _takes_two_args(responder)
         self.default = default
@@ -406,7 +413,7 @@ class LocalModelServer:
     ) -> tuple[int | None, bytes, dict[str, str]]:
         if BatchBook.serves(req.path):
             return self.batches_book.handle(req.method, req.path, req.headers, req.body)
-        if tokenize_api.serves(req.path):
+        if tokenize_api.serves(req.path) and self.tokenizer_api:
             status, reply = tokenize_api.answer(req.method, req.path, None if bad_json else body, self.vocab)
             return status, _json(reply), {}
         if (req.method, req.path) not in _ROUTES:

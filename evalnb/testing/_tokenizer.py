@@ -16,6 +16,11 @@ that does not complete a character and the character for the one that does, all 
 character's offset. A continuation that starts with such a character then starts with
 zero-width tokens, which a client finding it by ``text_offset`` must count.
 
+With ``bpe_spaces`` whitespace is split as GPT-2's pre-tokenizer splits it: a run of spaces
+before a word leaves its last space to the word (``"a  b"`` -> ``["a", " ", " b"]``) and a
+newline is a token of its own (``"\\nQ"`` -> ``["\\n", "Q"]``); then a context that ends in
+whitespace does not split where its text ends, the case lm-eval moves the whitespace for.
+
 Ids are given to token strings as they are first seen (the special tokens first, from 0), so
 they are stable for one server's life: an id the server never gave out is not in its
 vocabulary, like an id past a real vocabulary's size.
@@ -30,6 +35,7 @@ SPECIAL_TOKENS = ("<|endoftext|>",)
 EOS_TOKEN = BOS_TOKEN = SPECIAL_TOKENS[0]  # GPT-2's: one end-of-text token, never added to prompts
 MAX_MODEL_LEN = 8192
 _TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])|\s+")
+_BPE_TOKEN = re.compile(r" ?(?:\w+|[^\w\s])|\s+(?!\S)|\s+")  # GPT-2's pattern, letters and digits as \w
 _SPECIAL = re.compile("|".join(re.escape(t) for t in SPECIAL_TOKENS))
 
 
@@ -37,23 +43,24 @@ class UnknownTokenId(ValueError):
     """A token id the server's vocabulary does not hold (an HTTP 400, as vLLM answers it)."""
 
 
-def tokenize(text: str) -> list[tuple[str, int]]:
+def tokenize(text: str, bpe_spaces: bool = False) -> list[tuple[str, int]]:
     """``(token, character offset)`` pairs covering ``text`` exactly."""
+    pattern = _BPE_TOKEN if bpe_spaces else _TOKEN
     if "<|" not in text:
-        return [(m.group(), m.start()) for m in _TOKEN.finditer(text)]
+        return [(m.group(), m.start()) for m in pattern.finditer(text)]
     pieces, start = [], 0
     for special in _SPECIAL.finditer(text):
-        pieces += [(m.group(), start + m.start()) for m in _TOKEN.finditer(text[start:special.start()])]
+        pieces += [(m.group(), start + m.start()) for m in pattern.finditer(text[start:special.start()])]
         pieces.append((special.group(), special.start()))
         start = special.end()
-    pieces += [(m.group(), start + m.start()) for m in _TOKEN.finditer(text[start:])]
+    pieces += [(m.group(), start + m.start()) for m in pattern.finditer(text[start:])]
     return pieces
 
 
-def byte_pieces(text: str) -> list[tuple[str, str, int]]:
+def byte_pieces(text: str, bpe_spaces: bool = False) -> list[tuple[str, str, int]]:
     """``(vocabulary key, shown text, offset)`` per token, non-ASCII symbols split into bytes."""
     out: list[tuple[str, str, int]] = []
-    for token, offset in tokenize(text):
+    for token, offset in tokenize(text, bpe_spaces):
         core = token.lstrip()
         if len(core) != 1 or ord(core) < 128 or core.isalnum() or core == "_" or token in SPECIAL_TOKENS:
             out.append((token, token, offset))
@@ -69,8 +76,9 @@ def byte_pieces(text: str) -> list[tuple[str, str, int]]:
 class Vocabulary:
     """Token strings and their ids, both ways (ids in first-seen order; thread-safe)."""
 
-    def __init__(self, byte_fallback: bool = False) -> None:
+    def __init__(self, byte_fallback: bool = False, bpe_spaces: bool = False) -> None:
         self.byte_fallback = byte_fallback
+        self.bpe_spaces = bpe_spaces
         self._lock = threading.Lock()
         self._ids: dict[str, int] = {}
         self._strings: list[str] = []
@@ -94,14 +102,14 @@ class Vocabulary:
     def tokenize(self, text: str) -> list[tuple[str, int]]:
         """``(token as shown, character offset)`` pairs of ``text`` (`tokenize`, or with byte tokens)."""
         if not self.byte_fallback:
-            return tokenize(text)
-        return [(shown, offset) for _, shown, offset in byte_pieces(text)]
+            return tokenize(text, self.bpe_spaces)
+        return [(shown, offset) for _, shown, offset in byte_pieces(text, self.bpe_spaces)]
 
     def encode(self, text: str) -> list[int]:
         """The ids of ``text``'s tokens (no special token is added: there is no BOS)."""
         if not self.byte_fallback:
-            return [self.id_of(token) for token, _ in tokenize(text)]
-        return [self.id_of(key) for key, _, _ in byte_pieces(text)]
+            return [self.id_of(token) for token, _ in tokenize(text, self.bpe_spaces)]
+        return [self.id_of(key) for key, _, _ in byte_pieces(text, self.bpe_spaces)]
 
     def strings(self, ids: list[int]) -> list[str]:
         """Each id's token string; an id not given out is `UnknownTokenId`."""

@@ -61,6 +61,10 @@ def preview(
 
 def request_payload(model: Model, prompt: str, generation: dict[str, Any] | None) -> dict[str, Any]:
     """The exact JSON body ``model`` would be sent for ``prompt`` (built by the providers)."""
+    if model.api == "completions":
+        from evalnb.providers.build import build_completions_request
+
+        return build_completions_request(model.name, prompt, generation, is_openai=model.is_openai)
     build = build_chat_request if model.api == "chat" else build_responses_request
     return build(model.name, prompt, generation, is_openai=model.is_openai)
 
@@ -209,8 +213,22 @@ class PreviewWidget:
         if item is None:
             return None
         if self.model is None:
-            return build_responses_request(MODEL_SLOT, item.prompt, self.generation, is_openai=False)
-        return request_payload(self.model, item.prompt, self.generation)
+            return build_responses_request(MODEL_SLOT, item.prompt, self.task_generation, is_openai=False)
+        return request_payload(self.model, item.prompt, self.task_generation)
+
+    @property
+    def task_generation(self) -> dict[str, Any]:
+        """The settings the current task's calls are sent with: its own, the run's, its defaults."""
+        from evalnb.suite.task_generation import merged_generation
+
+        return merged_generation(self.generation, self.task.generation)
+
+    @property
+    def generation_sources(self) -> dict[str, str]:
+        """Each sent generation field -> ``task``, ``run`` or ``default`` (where its value came from)."""
+        from evalnb.suite.task_generation import generation_sources
+
+        return generation_sources(self.generation, self.task.generation)
 
     # -- navigation ---------------------------------------------------------------------------
 
@@ -403,13 +421,17 @@ class PreviewWidget:
                 "(chat models, OpenAI-only fields)."))
             parts.append(h.json_block(self.request))
         for model in self.request_models:
-            path = "/chat/completions" if model.api == "chat" else "/responses"
+            path = {"chat": "/chat/completions", "completions": "/completions"}.get(model.api, "/responses")
             label = f"{model.label}: " if len(self.request_models) > 1 else ""
             parts.append(h.note(f"{label}POST {model.base_url}{path}  (model {model.name!r}, api {model.api!r})"))
-            skipped = unsent_fields(self.generation, api=model.api, is_openai=model.is_openai)
+            gen = self.task_generation
+            skipped = unsent_fields(gen, api=model.api, is_openai=model.is_openai)
             if skipped:
                 parts.append(h.warning(f"not sent to this endpoint: {', '.join(skipped)}"))
-            parts.append(h.json_block(request_payload(model, item.prompt, self.generation)))
+            if self.task.generation is not None:
+                sources = self.generation_sources
+                parts.append(h.note("settings: " + ", ".join(f"{k}={gen[k]!r} ({sources[k]})" for k in gen)))
+            parts.append(h.json_block(request_payload(model, item.prompt, gen)))
         return "".join(parts)
 
     def _stored_view(self, item: "Item") -> str:

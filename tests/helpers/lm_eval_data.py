@@ -75,6 +75,18 @@ def _pile(split: str, n: int) -> list[dict]:
             for i in range(n)]
 
 
+def _nq_open(split: str, n: int) -> list[dict]:
+    return [{"question": f"who wrote the {split} song number {i}", "answer": [f"Ann Lee {i}", "the Beatles"]}
+            for i in range(n)]
+
+
+def _unscramble(split: str, n: int) -> list[dict]:
+    words = ["garden", "lantern", "harbour", "meadow", "kettle"]
+    return [{"context": f"Please unscramble the letters into a word, and write that word:\n"
+                        f"{words[i % 5][0]}{words[i % 5][2:0:-1]}{words[i % 5][3:]} =",
+             "completion": f" {words[i % 5]}"} for i in range(n)]
+
+
 DATASETS = {
     "arc_easy": ("allenai/ai2_arc", {"ARC-Easy": {"train": _arc("train", 6), "validation": _arc("validation", 4),
                                                    "test": _arc("test", 5)}}),
@@ -87,5 +99,93 @@ DATASETS = {
                                                              "validation": _triviaqa("validation", 4)}}),
     "lambada_openai": ("EleutherAI/lambada_openai", {"default": {"test": _lambada("test", 6)}}),
     "pile_arxiv": ("EleutherAI/pile", {"pile_arxiv": {"train": _pile("train", 4)}}),
+    "nq_open": ("google-research-datasets/nq_open", {None: {"train": _nq_open("train", 5),
+                                                              "validation": _nq_open("validation", 4)}}),
+    "anagrams1": ("EleutherAI/unscramble", {"mid_word_1_anagrams": {"validation": _unscramble("validation", 4)}}),
     "truthfulqa_mc1": ("truthfulqa/truthful_qa", {"multiple_choice": {"validation": _truthfulqa("validation", 4)}}),
 }
+
+
+# --- more shapes (tests/lm_eval/test_context_shapes.py, test_metric_parity.py, the parity benchmark) ---
+
+def blimp(n: int) -> list[dict]:
+    """nyu-mll/blimp: an empty context, two sentences as choices."""
+    return [{"sentence_good": f"Who should Derek hug {i} after shocking Richard?",
+             "sentence_bad": f"Who should Derek hug {i} Richard after shocking?", "field": "syntax",
+             "linguistics_term": "island_effects", "UID": "adjunct_island", "simple_LM_method": True,
+             "one_prefix_method": False, "two_prefix_method": False, "lexically_identical": True,
+             "pair_id": i} for i in range(n)]
+
+
+def winogrande(split: str, n: int) -> list[dict]:
+    """allenai/winogrande: multiple inputs (a context per option, one continuation)."""
+    names = [("Sarah", "Maria"), ("the cup", "the table"), ("Tom", "Kevin")]
+    return [{"sentence": f"{names[i % 3][0]} gave {names[i % 3][1]} a book because _ was done reading {i}.",
+             "option1": names[i % 3][0], "option2": names[i % 3][1], "answer": "1" if i % 2 else "2"}
+            for i in range(n)]
+
+
+def spaced_lambada(n: int) -> list[dict]:
+    """lambada rows, some with a double space before the last word: a context ending in a space."""
+    words = ["kettle", "garden", "river", "lantern"]
+    return [{"text": f"She walked {i} miles and at last{'  ' if i % 2 else ' '}she saw the "
+                     f"{'' if i % 3 else ' '}{words[i % 4]}"} for i in range(n)]
+
+
+EN = ["The house is small.", "I like green tea very much.", "Where is the station?", "The cat sleeps on the mat.",
+      "We will meet tomorrow at noon.", "This book is old but good."]
+DE = ["Das Haus ist klein.", "Ich mag grünen Tee sehr.", "Wo ist der Bahnhof?", "Die Katze schläft auf der Matte.",
+      "Wir treffen uns morgen um zwölf.", "Dieses Buch ist alt, aber gut."]
+
+
+def wmt16(pair: str) -> list[dict]:
+    """wmt/wmt16 rows for a language pair (the German stands in for the other language too)."""
+    other = pair.split("-")[0] if pair.split("-")[0] != "en" else pair.split("-")[1]
+    return [{"translation": {other: de, "en": en}} for en, de in zip(EN, DE)]
+
+
+QUESTIONS = ["What color is the sky", "How many legs does a spider have", "Who wrote Hamlet", "What is 2+2"]
+
+
+def truthfulqa_gen(n: int) -> list[dict]:
+    """truthfulqa/truthful_qa, config generation (process_results with sacrebleu and rouge-score)."""
+    return [{"type": "Adversarial", "category": "Misc", "question": QUESTIONS[i] + "?",
+             "best_answer": ["Blue", "Eight", "Shakespeare", "Four"][i],
+             "correct_answers": [["The sky is blue", "Blue"], ["A spider has eight legs"], ["William Shakespeare"],
+                                 ["2+2 is 4", "Four"]][i],
+             "incorrect_answers": [["The sky is green"], ["Six legs"], ["Marlowe wrote it"], ["Five"]][i],
+             "source": "made-up"} for i in range(n)]
+
+
+def piqa(n: int) -> list[dict]:
+    return [{"goal": f"To boil water number {i}", "sol1": "put it in a pot on the stove", "sol2": "put it in the fridge",
+             "label": i % 2} for i in range(n)]
+
+
+def sciq(n: int) -> list[dict]:
+    return [{"question": f"What gas do plants take in ({i})?", "distractor1": "oxygen", "distractor2": "helium",
+             "distractor3": "neon", "correct_answer": "carbon dioxide",
+             "support": f"  Plants use light {i}. They take in a gas." if i % 2 else ""} for i in range(n)]
+
+
+def openbookqa(n: int) -> list[dict]:
+    return [{"id": f"o{i}", "question_stem": f"The sun is a source of ({i})",
+             "choices": {"text": ["light", "rain", "soil", "wind"], "label": ["A", "B", "C", "D"]},
+             "answerKey": "ABCD"[i % 4]} for i in range(n)]
+
+
+def copa(n: int) -> list[dict]:
+    return [{"premise": f"The man broke his toe {i}.", "choice1": "He dropped a hammer on his foot.",
+             "choice2": "He got a hole in his sock.", "question": "cause" if i % 2 else "effect", "idx": i,
+             "label": i % 2} for i in range(n)]
+
+
+def cola(n: int) -> list[dict]:
+    return [{"sentence": f"The sailors rode the breeze clear of the rocks {i}." if i % 3 else "Rocks the sailors.",
+             "label": 1 if i % 3 else 0, "idx": i} for i in range(n)]
+
+
+def unscramble(n: int) -> list[dict]:
+    words = ["garden", "lantern", "harbour", "meadow", "kettle"]
+    return [{"context": f"Please unscramble the letters into a word, and write that word:\n"
+                        f"{words[i % 5][::-1]} =", "completion": f" {words[i % 5]}"} for i in range(n)]

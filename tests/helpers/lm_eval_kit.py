@@ -8,6 +8,7 @@ requests from that folder and returns, per doc, its context, continuations and t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -18,8 +19,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def mirror(root: Path, name: str, configs: dict[str | None, dict[str, list[dict]]]) -> Path:
-    """A local dataset folder; a config named None is ``default``."""
-    folder = root / name.replace("/", "__")
+    """A local dataset folder; a config named None is ``default``.
+
+    The folder's name carries a hash of the rows: the datasets library caches a local folder
+    by its name, config and file names, not by its content, so two tests writing different
+    rows under one name would read each other's."""
+    digest = hashlib.sha256(json.dumps(configs, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    folder = root / f"{name.replace('/', '__')}-{digest}"
     lines = ["---", "configs:"]
     for config, splits in configs.items():
         config_name = config or "default"
@@ -54,13 +60,18 @@ def lm_eval_task(task_name: str, folder: Path, num_fewshot: int, seed: int | Non
 
 
 def lm_eval_requests(task_name: str, folder: Path, num_fewshot: int) -> list[dict[str, Any]]:
-    """Per evaluated doc, in order: lm-eval's context, continuations and the doc itself."""
+    """Per evaluated doc, in order: lm-eval's context (a list of them for a multiple-input
+    task), continuations and the doc itself."""
     task = lm_eval_task(task_name, folder, num_fewshot)
     task.build_all_requests()
     docs: dict[int, dict[str, Any]] = {}
     for inst in task.instances:
         entry = docs.setdefault(inst.doc_id, {"doc": inst.doc, "context": inst.arguments[0], "continuations": []})
-        assert entry["context"] == inst.arguments[0]
+        if task.multiple_input:  # winogrande: one context per choice, listed
+            entry["context"] = (entry["context"] if isinstance(entry["context"], list) and inst.idx else [])
+            entry["context"].append(inst.arguments[0])
+        else:
+            assert entry["context"] == inst.arguments[0]
         if inst.request_type == "loglikelihood":
             entry["continuations"].append(inst.arguments[1])
         else:

@@ -144,7 +144,7 @@ def test_a_rolling_task_reports_word_and_byte_perplexity_and_bits_per_byte(tmp_p
     path, folder = _folder(tmp_path_factory, "pile_arxiv")
     suite = Suite.from_lm_eval("pile_arxiv", dataset_paths={path: folder})
     items = suite.items("pile_arxiv")
-    assert items[0].continuations is None and items[0].target.startswith("We prove theorem 0.")
+    assert items[0].continuations == (items[0].target,) and items[0].target.startswith("We prove theorem 0.")
     oracle = lm_eval_task("pile_arxiv", folder, 0)
     oracle.build_all_requests()
     assert [i.target for i in items] == [inst.arguments[0] for inst in oracle.instances]

@@ -91,3 +91,18 @@ def test_byte_fallback_splits_symbols_into_byte_tokens_echoed_as_vllm_echoes_the
     lp = by_ids["choices"][0]["logprobs"]
     assert list(zip(lp["tokens"], lp["text_offset"]))[2:7] == [(" ", 2), ("", 3), ("", 3), ("→", 3), (" b", 4)]
     assert lp["token_logprobs"][3] == pytest.approx(known("A: ", "")) and by_ids["usage"]["prompt_tokens"] == 8
+
+
+def test_bpe_spaces_split_whitespace_as_gpt2_and_tokenizer_api_false_serves_no_tokenizer() -> None:
+    """GPT-2's pre-tokenizer: a run of spaces leaves its last one to the next word, a newline is
+    its own token, trailing whitespace is a token; the texts still decode to themselves."""
+    with LocalModelServer(bpe_spaces=True) as server:
+        got = httpx.post(f"{server.url}/tokenize", json={"prompt": "a  b\n\nQ ", "return_token_strs": True}).json()
+        assert got["token_strs"] == ["a", " ", " b", "\n", "\n", "Q", " "]
+        assert httpx.post(f"{server.url}/detokenize", json={"tokens": got["tokens"]}).json() == {"prompt": "a  b\n\nQ "}
+    with LocalModelServer() as server:  # the default keeps whitespace runs with the next word
+        got = httpx.post(f"{server.url}/tokenize", json={"prompt": "a  b", "return_token_strs": True}).json()
+        assert got["token_strs"] == ["a", "  b"]
+    with LocalModelServer(tokenizer_api=False) as server:
+        assert httpx.get(f"{server.url}/tokenizer_info").status_code == 404
+        assert httpx.post(f"{server.url}/tokenize", json={"prompt": "a"}).status_code == 404

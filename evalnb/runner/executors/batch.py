@@ -155,6 +155,11 @@ class BatchExecutor:
                 ctx.answered(unit)
                 continue
             cid = unit.id
+            try:
+                await ctx.learn_prefix(unit)  # an empty context: the tokenizer's prefix token, once
+            except ProviderError as exc:
+                self._fail(unit, str(exc), exc.status)
+                continue
             line = self._line(unit)
             stored = self.known.get(cid)
             if stored is not None and stored[1] == _digest(line) and stored[0] in self.batches:

@@ -24,7 +24,7 @@ def wire_unit(uid: int, unit: Any) -> tuple:
     """A `runner.executors.base.Unit` as sent to a worker: what generation and grading need, nothing more."""
     item = unit.item
     return (uid, unit.task_id, unit.model.label, unit.epoch, item.index, unit.key, item.prompt, item.target,
-            item.row, unit.output, item.continuations)
+            item.row, unit.output, item.continuations, item.contexts)
 
 
 class ShardWorker:
@@ -133,14 +133,14 @@ class ShardWorker:
 
         from evalnb.runner.loglikelihood_call import continuation_pairs, score_continuations
 
-        uid, task_id, label, epoch, index, key, prompt, target, row, output, continuations = unit
+        uid, task_id, label, epoch, index, key, prompt, target, row, output, continuations, contexts = unit
         result: dict[str, Any] = {"uid": uid}
         if output is None:
             started = time.perf_counter()
             generation, spec = self.calls[task_id]
             try:
                 if spec is not None:
-                    pairs = continuation_pairs(spec, prompt, target, continuations)
+                    pairs = continuation_pairs(spec, prompt, target, continuations, contexts)
                     completion = await score_continuations(self.clients[label], pairs)
                 else:
                     completion = await self.clients[label].complete(prompt, generation)
@@ -175,7 +175,7 @@ class ShardWorker:
         for (task_id, label), members in groups.items():
             _, grader, choices = self.tasks[task_id]
             samples, items = [], []
-            for result, (uid, _t, _l, epoch, index, key, prompt, target, row, _o, _c) in members:
+            for result, (uid, _t, _l, epoch, index, key, prompt, target, row, _o, _c, _x) in members:
                 output = result["_output"]
                 sample = Sample(task_id, label, index, epoch, prompt, None, target, row, request_key=key,
                                 output_text=output.get("output_text"), response_id=output.get("response_id"),
