@@ -697,7 +697,11 @@ class RunResult:
         """This run against ``baseline`` (an earlier run of the same tasks), item by item.
 
         One row per (task_id, model, metric) in both runs; items pair by (task_id, model label,
-        sample_index). Columns: task_id, model, metric, n_pairs, mean_baseline, mean,
+        sample_index). A run with prompt variants pairs each variant with the baseline's same-named
+        variant, or, against a baseline without variants, each variant with the baseline's one
+        prompt (a ``variant`` column either way); a baseline with variants against a run without
+        is refused (diff the other way round, or compare variants of one run with `paired`). In a
+        notebook (and as text) the table is shown after `changes` (what changed in the prompt). Columns: task_id, model, metric, n_pairs, mean_baseline, mean,
         mean_diff (= mean − mean_baseline), stderr (SD of the per-item differences / √n_pairs),
         ci_low, ci_high (mean_diff ± t_{n−1} · stderr), n_fixed (0 in the baseline, 1 here),
         n_broken (the reverse), mcnemar_p (exact, 0/1 metrics; NaN otherwise) and mde, the
@@ -707,6 +711,7 @@ class RunResult:
         field (CR1 stderr, t_{G−1}, ``n_clusters``) for the tasks whose rows have it; the others
         keep ordinary errors with ``n_clusters`` <NA> (and a warning).
         """
+        from evalnb.results.compact import led
         from evalnb.results.diff import diff_scores
 
         if not isinstance(baseline, RunResult):
@@ -714,13 +719,13 @@ class RunResult:
                             f"got {type(baseline).__name__}")
         tasks = self._chosen_tasks(task_id)
         clusters, unclustered = self._clusters(cluster_by, tasks)
-        mine, theirs = self._scores, baseline._scores
+        mine, theirs = self._scores, self._variants.against(baseline._scores, baseline._variants, baseline.title)
         if task_id is not None:
             mine, theirs = mine[mine["task_id"].isin(tasks)], theirs[theirs["task_id"].isin(tasks)]
         table = diff_scores(mine, theirs, confidence=confidence, clusters=clusters, unclustered=set(unclustered))
         table = self._variants.split(table)
         table.attrs.update(run=self.title, baseline=baseline.title)  # verdicts name both runs
-        return table
+        return led(table, self.changes(baseline))  # what changed in the prompt, shown first
 
     def changed_items(self, baseline: RunResult) -> set[tuple[str, int]]:
         """(task_id, sample_index) of the items whose score differs from ``baseline``'s (any model, variant or metric)."""

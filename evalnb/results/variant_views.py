@@ -48,6 +48,27 @@ class RunVariants:
         out.insert(at, "variant", [v for _, v in pairs])
         return out
 
+    def against(self, baseline: pd.DataFrame, theirs: RunVariants, title: str) -> pd.DataFrame:
+        """A baseline run's scores (slot ids) as `diff` pairs them with this run's.
+
+        Both with variants, or both without: as they are (same-named variants pair). This run
+        with variants, the baseline without: its one prompt stands against every variant (its
+        rows repeated under each variant's slot). The baseline with variants, this run without:
+        which variant to compare with is not for us to guess, so a ValueError says what to do.
+        """
+        import pandas as pd
+
+        from evalnb.suite.variants import slot_id
+
+        if bool(self) == bool(theirs):
+            return baseline
+        if theirs:
+            raise ValueError(f"the baseline {title} has prompt variants ({', '.join(theirs.names)}) and this run has "
+                             "none: diff the other way round (baseline.diff(this run) pairs each of its variants "
+                             "with this run's prompt), or compare variants within one run with paired()")
+        return pd.concat([baseline.assign(task_id=[slot_id(t, name) for t in baseline["task_id"]])
+                          for name in self.names], ignore_index=True)
+
     def candidates(self, frame: pd.DataFrame) -> pd.DataFrame:
         """`frame` (slot ids, or split already) with ``model`` naming the candidate ("m · variant") and the task's own id."""
         if not self:
