@@ -112,13 +112,14 @@ class RunResult:
 
     def _helpers(self) -> None:
         """The objects this result owns: its judge/cost views and its report (fresh on refresh)."""
+        from evalnb.results.candidates import names_of
         from evalnb.results.variant_views import RunVariants
 
         self._variants = RunVariants(self._run)
         self._judging = JudgeCosts(self._store, self._run_id, self._run, frames=self._cost_frame,
                                    lean=lambda: self._lean, models=lambda: self.models)
         self._pairwise = PairwiseJudging(self._store, self._run_id, samples=lambda: self.samples,
-                                         models=lambda: self.models, tasks=self._own_task_ids)
+                                         models=lambda: names_of(self.models, self.variants), tasks=self._own_task_ids)
         self._report = Report(self)
 
     def _load(self) -> None:
@@ -811,7 +812,8 @@ class RunResult:
                  judge_generation: Any = None, max_cost_usd: float | None = None) -> pd.DataFrame:
         """Which of two candidates' outputs is better, item by item, as a judge model sees it.
 
-        ``a``, ``b``: candidate names (model labels; see `evalnb.results.candidates`). One row per
+        ``a``, ``b``: candidate names (model labels; with prompt variants also variant names, when
+        the run has one model, and "model · variant"; see `evalnb.results.candidates`). One row per
         (task_id, sample_index, epoch) both answered: task_id, sample_index, epoch, a, b,
         verdict ("a", "b" or "tie"; None with ``error``), verdict_ab (``a`` shown first),
         verdict_ba (``b`` shown first), consistent and error. ``template``: the judge prompt with
@@ -852,7 +854,8 @@ class RunResult:
              max_cost_usd: float | None = None) -> pd.DataFrame:
         """Every pair of candidates judged (`pairwise`), then Bradley–Terry scores, best first.
 
-        ``models``: candidate names (default: the run's models). One row per candidate: model,
+        ``models``: candidate names (default: every candidate, `candidates`: the run's models, or
+        with prompt variants each "model · variant"). One row per candidate: model,
         score (Elo scale, averaging 1000), ci_low, ci_high (95% bootstrap over items), rank,
         wins, losses, ties (over its judged pairs). ``length_control=True`` fits AlpacaEval 2's
         length term with the scores and adds ``lc_win_rate`` (its modelled win rate against the
@@ -864,7 +867,7 @@ class RunResult:
         from evalnb.results.bradley_terry import rank_table
         from evalnb.results.pairwise_views import all_pairs
 
-        names = list(self.models if models is None else models)
+        names = list(self.candidates if models is None else models)
         if len(names) < 2 or len(set(names)) != len(names):
             raise ValueError(f"rank needs two or more different candidates, got {names!r}")
         judged = self._pairwise.judge(all_pairs(names), judge_model=judge_model, task_id=task_id, template=template,
