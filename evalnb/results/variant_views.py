@@ -12,17 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from evalnb.suite.variants import split_slot
+from evalnb.suite.variants import candidate_label, split_slot
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["RunVariants", "candidate_label"]
-
-
-def candidate_label(model: str, variant: str) -> str:
-    """How a (model, variant) candidate is named in plots and side-by-side views."""
-    return f"{model} · {variant}" if variant else str(model)
 
 
 class RunVariants:
