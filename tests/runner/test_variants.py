@@ -348,3 +348,17 @@ def test_a_models_own_counters_show_beside_its_variants_only_when_they_say_somet
     out = io.StringIO()
     TextDisplay(p, out).update(final=True)
     assert "m · a: 0/2 | m · b: 0/2 | m (all variants): 3 retries" in out.getvalue()
+
+
+def test_a_graders_judge_calls_count_for_their_model_and_variant(make_suite, model_server, widget_displays):
+    from helpers.runner_kit import rows
+
+    candidate, judge = model_server(), model_server(lambda body: "yes")
+    source = "def grade(sample, item, ctx):\n    return ctx.responses_create(input='ok? ' + sample['output_text'])['output_text'] == 'yes'\n"
+    suite = make_suite({"t": rows(3)}, t={"grader": {"contract": "model_backed", "source": source}})
+    evalnb.run(suite, [Model("m", base_url=candidate.base_url)], judge_model=Model("j", base_url=judge.base_url),
+               variants={"a": {}, "b": {"prompt_template": "{{q}} Answer briefly."}}, progress=True)
+    [panel] = widget_displays
+    assert sorted(panel.rows) == ["m · a", "m · b"]
+    for name in ("m · a", "m · b"):
+        assert "3/3" in panel.rows[name][1].value and "3 judge calls" in panel.rows[name][1].value
