@@ -702,7 +702,8 @@ class RunResult:
         variant, or, against a baseline without variants, each variant with the baseline's one
         prompt (a ``variant`` column either way); a baseline with variants against a run without
         is refused (diff the other way round, or compare variants of one run with `paired`). In a
-        notebook (and as text) the table is shown after `changes` (what changed in the prompt). Columns: task_id, model, metric, n_pairs, mean_baseline, mean,
+        notebook (and as text) the table is shown after `changes` (what changed in the prompt).
+        Columns: task_id, model, metric, n_pairs, mean_baseline, mean,
         mean_diff (= mean − mean_baseline), stderr (SD of the per-item differences / √n_pairs),
         ci_low, ci_high (mean_diff ± t_{n−1} · stderr), n_fixed (0 in the baseline, 1 here),
         n_broken (the reverse), mcnemar_p (exact, 0/1 metrics; NaN otherwise) and mde, the

@@ -174,7 +174,8 @@ def test_the_diffs_display_starts_with_what_changed(runs):
     table = html.index("<table")
     found = INSERTED.search(html)
     assert found and found.start() < table  # the inserted sentence, marked, before the numbers
-    assert -1 < html.index("v2: neutral defined") < table and -1 < html.index(f"v1: plain prompt ({before.run_id})") < table
+    assert -1 < html.index("v2: neutral defined") < table
+    assert -1 < html.index(f"v1: plain prompt ({before.run_id})") < table
     assert "mean_diff" in html[table:] and "n_fixed" in html[table:]  # every column shown
     text = repr(diff)
     assert text.startswith("What changed: v2: neutral defined") and f"[+{DEFINITION}+]" in text

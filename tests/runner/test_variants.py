@@ -354,7 +354,8 @@ def test_a_graders_judge_calls_count_for_their_model_and_variant(make_suite, mod
     from helpers.runner_kit import rows
 
     candidate, judge = model_server(), model_server(lambda body: "yes")
-    source = "def grade(sample, item, ctx):\n    return ctx.responses_create(input='ok? ' + sample['output_text'])['output_text'] == 'yes'\n"
+    source = ("def grade(sample, item, ctx):\n"
+              "    return ctx.responses_create(input='ok? ' + sample['output_text'])['output_text'] == 'yes'\n")
     suite = make_suite({"t": rows(3)}, t={"grader": {"contract": "model_backed", "source": source}})
     evalnb.run(suite, [Model("m", base_url=candidate.base_url)], judge_model=Model("j", base_url=judge.base_url),
                variants={"a": {}, "b": {"prompt_template": "{{q}} Answer briefly."}}, progress=True)
