@@ -46,20 +46,25 @@ DEFAULT_OPENAI_MODELS = ("gpt-4.1-mini", "gpt-4.1-nano")
 STANDIN_JUDGE = "standin-judge"
 
 # How often each stand-in errs, per kind of question (fractions of items, decided per item).
-# A "neutral_hint" rate applies when the prompt defines what a neutral review is.
+# A "neutral_hint" rate applies when the prompt defines what a neutral review is, an "explain_hint"
+# rate when an explanation prompt asks for the mechanism (`EXPLAIN_HINT`; never worse than "explain").
 # "misread": the chance a model misreads a passage (then it misses each question on it with
 # chance MISREAD_MISS); "choice": its error rate on a passage it read well; "sampled": the
 # chance that an ask at temperature > 0 is a fresh draw instead of the model's usual answer.
 PROFILES: dict[str, dict[str, float]] = {
     "standin-large": {"add": 0.03, "mul": 0.08, "neutral": 0.25, "neutral_hint": 0.05, "polar": 0.03,
-                      "misread": 0.15, "choice": 0.03, "format": 0.0, "explain": 0.15, "sampled": 0.3},
+                      "misread": 0.15, "choice": 0.03, "format": 0.0, "explain": 0.15, "explain_hint": 0.05,
+                      "sampled": 0.3},
     "standin-small": {"add": 0.10, "mul": 0.40, "neutral": 0.85, "neutral_hint": 0.10, "polar": 0.08,
-                      "misread": 0.35, "choice": 0.08, "format": 0.12, "explain": 0.60, "sampled": 0.4},
+                      "misread": 0.35, "choice": 0.08, "format": 0.12, "explain": 0.60, "explain_hint": 0.25,
+                      "sampled": 0.4},
     "standin-tiny": {"add": 0.35, "mul": 0.65, "neutral": 0.90, "neutral_hint": 0.60, "polar": 0.45,
-                     "misread": 0.5, "choice": 0.30, "format": 0.25, "explain": 0.85, "sampled": 0.5},
+                     "misread": 0.5, "choice": 0.30, "format": 0.25, "explain": 0.85, "explain_hint": 0.70,
+                     "sampled": 0.5},
 }
 MISREAD_MISS = 0.9
 NEUTRAL_HINT = "both good and bad"  # stand-ins "understand" a prompt that defines neutral like this
+EXPLAIN_HINT = "name the mechanism"  # ... and explain better when the prompt asks for the mechanism
 
 _ARITH = re.compile(r"What is (-?\d+) ([+\-*]) (-?\d+)\?")
 _REVIEW = re.compile(r"Review: (.+)")
@@ -180,7 +185,7 @@ def respond(body: dict, ask: int | None = None) -> str:
         if question in choice_key():
             return _choice(model, profile, question, ask)
         if question in explanations():
-            return _explain(model, profile, question)
+            return _explain(model, profile, question, EXPLAIN_HINT in prompt.lower())
     return "I am not sure."
 
 
@@ -278,9 +283,11 @@ def explanations() -> dict[str, dict[str, str]]:
     return {r["question"]: {"reference": r["reference"], **answers[r["question"]]} for r in rows}
 
 
-def _explain(model: str, profile: dict[str, float], question: str) -> str:
+def _explain(model: str, profile: dict[str, float], question: str, hint: bool = False) -> str:
+    """The good or the poor explanation; one hash draw, so the hint only turns poor answers good."""
     entry = explanations()[question]
-    return entry["poor"] if errs(model, question, profile["explain"]) else entry["good"]
+    rate = min(profile["explain"], profile["explain_hint"]) if hint else profile["explain"]
+    return entry["poor"] if errs(model, question, rate) else entry["good"]
 
 
 _SCALE = re.compile(r"integer from (\d+) to (\d+)")

@@ -5,7 +5,8 @@ holds sentences that pandas cuts at 50 characters. Both are returned as a `Shown
 ordinary `pandas.DataFrame` (``.columns``, indexing, ``to_csv`` and everything derived from it are
 unchanged, and whatever pandas builds from it is a plain DataFrame) whose notebook and text
 displays show the chosen columns, with long text whole, and say what is left out and how to see
-it (``pd.DataFrame(table)`` displays every column, as pandas does).
+it (``pd.DataFrame(table)`` displays every column, as pandas does). A table may also carry a
+*lead*, shown above it in both displays: `diff` leads with what changed in the prompt.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from typing import Callable
 
 import pandas as pd
 
-__all__ = ["ShownFrame", "compact_metrics", "shown", "whole_verdicts"]
+__all__ = ["ShownFrame", "compact_metrics", "led", "shown", "whole_verdicts"]
 
 
 class ShownFrame(pd.DataFrame):
     """A DataFrame whose display shows some columns (all are there); see the module docstring."""
 
-    _metadata = ["_evalnb_view"]
+    _metadata = ["_evalnb_view", "_evalnb_lead"]
 
     @property
     def _constructor(self) -> Callable[..., pd.DataFrame]:
@@ -52,7 +53,8 @@ class ShownFrame(pd.DataFrame):
             if texts:
                 body += f"\n{column}:\n" + "\n".join(texts)
         note = self._hidden_note(shown)
-        return body + (f"\n{note}" if note else "")
+        lead = getattr(self, "_evalnb_lead", None)
+        return (f"{lead}\n\n" if lead is not None else "") + body + (f"\n{note}" if note else "")
 
     def _repr_html_(self) -> str:
         shown, whole = self._view()
@@ -62,7 +64,9 @@ class ShownFrame(pd.DataFrame):
             table = table.replace('<table border="1" class="dataframe">',
                                   '<table border="1" class="dataframe evalnb-shown" style="white-space:normal">', 1)
         note = self._hidden_note(shown)
-        return table + (f"<p style='font-size:90%;color:#555'>{html.escape(note)}</p>" if note else "")
+        lead = getattr(self, "_evalnb_lead", None)
+        return ((lead._repr_html_() if lead is not None else "") + table
+                + (f"<p style='font-size:90%;color:#555'>{html.escape(note)}</p>" if note else ""))
 
 
 def _short_float(x: float) -> str:
@@ -74,6 +78,15 @@ def shown(frame: pd.DataFrame, view: Callable[[pd.DataFrame], tuple[list[str], l
     out = ShownFrame(frame)
     out.attrs.update(frame.attrs)
     out._evalnb_view = view
+    return out
+
+
+def led(frame: pd.DataFrame, lead: object) -> ShownFrame:
+    """``frame`` (same data, every column shown) displayed after ``lead``, an object with
+    ``_repr_html_`` and ``str`` (e.g. `results.changes.Changes`)."""
+    out = ShownFrame(frame)
+    out.attrs.update(frame.attrs)
+    out._evalnb_lead = lead
     return out
 
 

@@ -71,7 +71,14 @@ class PairwiseJudging:
         mine = candidate_samples(samples, a, where="a")
         theirs = candidate_samples(samples, b, where="b")
         left = mine.assign(prompt=_question(mine), out_a=mine["output_text"])[[*_KEYS, "prompt", "target", "out_a"]]
-        both = left.merge(theirs[[*_KEYS, "output_text"]].rename(columns={"output_text": "out_b"}), on=_KEYS)
+        right = theirs.assign(prompt_b=_question(theirs), out_b=theirs["output_text"])[[*_KEYS, "prompt_b", "out_b"]]
+        both = left.merge(right, on=_KEYS)
+        # Prompt variants ask differently: the judge reads the question of the candidate listed
+        # first in the run (the first variant), whichever is named `a`, so (a, b) and (b, a) ask the same.
+        order = self._models()
+        if (order.index(b) if b in order else len(order)) < (order.index(a) if a in order else len(order)):
+            both["prompt"] = both["prompt_b"]
+        both = both.drop(columns="prompt_b")
         answered = both["out_a"].map(_answered) & both["out_b"].map(_answered)
         return both[answered].reset_index(drop=True)
 

@@ -112,13 +112,14 @@ class RunResult:
 
     def _helpers(self) -> None:
         """The objects this result owns: its judge/cost views and its report (fresh on refresh)."""
+        from evalnb.results.candidates import names_of
         from evalnb.results.variant_views import RunVariants
 
         self._variants = RunVariants(self._run)
         self._judging = JudgeCosts(self._store, self._run_id, self._run, frames=self._cost_frame,
                                    lean=lambda: self._lean, models=lambda: self.models)
         self._pairwise = PairwiseJudging(self._store, self._run_id, samples=lambda: self.samples,
-                                         models=lambda: self.models, tasks=self._own_task_ids)
+                                         models=lambda: names_of(self.models, self.variants), tasks=self._own_task_ids)
         self._report = Report(self)
 
     def _load(self) -> None:
@@ -697,7 +698,12 @@ class RunResult:
         """This run against ``baseline`` (an earlier run of the same tasks), item by item.
 
         One row per (task_id, model, metric) in both runs; items pair by (task_id, model label,
-        sample_index). Columns: task_id, model, metric, n_pairs, mean_baseline, mean,
+        sample_index). A run with prompt variants pairs each variant with the baseline's same-named
+        variant, or, against a baseline without variants, each variant with the baseline's one
+        prompt (a ``variant`` column either way); a baseline with variants against a run without
+        is refused (diff the other way round, or compare variants of one run with `paired`). In a
+        notebook (and as text) the table is shown after `changes` (what changed in the prompt).
+        Columns: task_id, model, metric, n_pairs, mean_baseline, mean,
         mean_diff (= mean − mean_baseline), stderr (SD of the per-item differences / √n_pairs),
         ci_low, ci_high (mean_diff ± t_{n−1} · stderr), n_fixed (0 in the baseline, 1 here),
         n_broken (the reverse), mcnemar_p (exact, 0/1 metrics; NaN otherwise) and mde, the
@@ -707,6 +713,7 @@ class RunResult:
         field (CR1 stderr, t_{G−1}, ``n_clusters``) for the tasks whose rows have it; the others
         keep ordinary errors with ``n_clusters`` <NA> (and a warning).
         """
+        from evalnb.results.compact import led
         from evalnb.results.diff import diff_scores
 
         if not isinstance(baseline, RunResult):
@@ -714,13 +721,13 @@ class RunResult:
                             f"got {type(baseline).__name__}")
         tasks = self._chosen_tasks(task_id)
         clusters, unclustered = self._clusters(cluster_by, tasks)
-        mine, theirs = self._scores, baseline._scores
+        mine, theirs = self._scores, self._variants.against(baseline._scores, baseline._variants, baseline.title)
         if task_id is not None:
             mine, theirs = mine[mine["task_id"].isin(tasks)], theirs[theirs["task_id"].isin(tasks)]
         table = diff_scores(mine, theirs, confidence=confidence, clusters=clusters, unclustered=set(unclustered))
         table = self._variants.split(table)
         table.attrs.update(run=self.title, baseline=baseline.title)  # verdicts name both runs
-        return table
+        return led(table, self.changes(baseline))  # what changed in the prompt, shown first
 
     def changed_items(self, baseline: RunResult) -> set[tuple[str, int]]:
         """(task_id, sample_index) of the items whose score differs from ``baseline``'s (any model, variant or metric)."""
@@ -806,7 +813,8 @@ class RunResult:
                  judge_generation: Any = None, max_cost_usd: float | None = None) -> pd.DataFrame:
         """Which of two candidates' outputs is better, item by item, as a judge model sees it.
 
-        ``a``, ``b``: candidate names (model labels; see `evalnb.results.candidates`). One row per
+        ``a``, ``b``: candidate names (model labels; with prompt variants also variant names, when
+        the run has one model, and "model · variant"; see `evalnb.results.candidates`). One row per
         (task_id, sample_index, epoch) both answered: task_id, sample_index, epoch, a, b,
         verdict ("a", "b" or "tie"; None with ``error``), verdict_ab (``a`` shown first),
         verdict_ba (``b`` shown first), consistent and error. ``template``: the judge prompt with
@@ -847,7 +855,8 @@ class RunResult:
              max_cost_usd: float | None = None) -> pd.DataFrame:
         """Every pair of candidates judged (`pairwise`), then Bradley–Terry scores, best first.
 
-        ``models``: candidate names (default: the run's models). One row per candidate: model,
+        ``models``: candidate names (default: every candidate, `candidates`: the run's models, or
+        with prompt variants each "model · variant"). One row per candidate: model,
         score (Elo scale, averaging 1000), ci_low, ci_high (95% bootstrap over items), rank,
         wins, losses, ties (over its judged pairs). ``length_control=True`` fits AlpacaEval 2's
         length term with the scores and adds ``lc_win_rate`` (its modelled win rate against the
@@ -859,7 +868,7 @@ class RunResult:
         from evalnb.results.bradley_terry import rank_table
         from evalnb.results.pairwise_views import all_pairs
 
-        names = list(self.models if models is None else models)
+        names = list(self.candidates if models is None else models)
         if len(names) < 2 or len(set(names)) != len(names):
             raise ValueError(f"rank needs two or more different candidates, got {names!r}")
         judged = self._pairwise.judge(all_pairs(names), judge_model=judge_model, task_id=task_id, template=template,

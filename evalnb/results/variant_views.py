@@ -12,17 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from evalnb.suite.variants import split_slot
+from evalnb.suite.variants import candidate_label, split_slot
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["RunVariants", "candidate_label"]
-
-
-def candidate_label(model: str, variant: str) -> str:
-    """How a (model, variant) candidate is named in plots and side-by-side views."""
-    return f"{model} · {variant}" if variant else str(model)
 
 
 class RunVariants:
@@ -47,6 +42,27 @@ class RunVariants:
         at = list(out.columns).index("model") + 1 if "model" in out.columns else 1
         out.insert(at, "variant", [v for _, v in pairs])
         return out
+
+    def against(self, baseline: pd.DataFrame, theirs: RunVariants, title: str) -> pd.DataFrame:
+        """A baseline run's scores (slot ids) as `diff` pairs them with this run's.
+
+        Both with variants, or both without: as they are (same-named variants pair). This run
+        with variants, the baseline without: its one prompt stands against every variant (its
+        rows repeated under each variant's slot). The baseline with variants, this run without:
+        which variant to compare with is not for us to guess, so a ValueError says what to do.
+        """
+        import pandas as pd
+
+        from evalnb.suite.variants import slot_id
+
+        if bool(self) == bool(theirs):
+            return baseline
+        if theirs:
+            raise ValueError(f"the baseline {title} has prompt variants ({', '.join(theirs.names)}) and this run has "
+                             "none: diff the other way round (baseline.diff(this run) pairs each of its variants "
+                             "with this run's prompt), or compare variants within one run with paired()")
+        return pd.concat([baseline.assign(task_id=[slot_id(t, name) for t in baseline["task_id"]])
+                          for name in self.names], ignore_index=True)
 
     def candidates(self, frame: pd.DataFrame) -> pd.DataFrame:
         """`frame` (slot ids, or split already) with ``model`` naming the candidate ("m · variant") and the task's own id."""

@@ -59,7 +59,7 @@ class GraderBridge:
         writer: Any = None,
         reuse: bool = True,
         budget: Any = None,
-        on_call: Callable[[str | None, dict], None] | None = None,
+        on_call: Callable[[str | None, dict, str | None], None] | None = None,
     ):
         self.judge_model = judge_model
         self.embedding_model = embedding_model
@@ -77,9 +77,10 @@ class GraderBridge:
         self.sent = 0  # of those, calls actually made to a model
 
     # ---- the public callables -----------------------------------------------------------
-    def bind(self, *, model: str | None = None) -> BoundBridge:
-        """A bridge for one grading batch: it records each call on the sample (call index) that made it."""
-        return BoundBridge(self, model)
+    def bind(self, *, model: str | None = None, task_id: str | None = None) -> BoundBridge:
+        """A bridge for one grading batch (of ``model``'s samples of ``task_id``): it records each
+        call on the sample (call index) that made it."""
+        return BoundBridge(self, model, task_id)
 
     async def __call__(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
         reply, _record = await self.call(kind, request)
@@ -225,9 +226,9 @@ class GraderBridge:
             client = self._clients[model] = self._client_factory(model, **options)
         return client
 
-    def _report(self, label: str | None, record: dict) -> None:
+    def _report(self, label: str | None, record: dict, task_id: str | None = None) -> None:
         if self._on_call is not None:
-            self._on_call(label, record)
+            self._on_call(label, record, task_id)
 
 
 class BoundBridge:
@@ -239,8 +240,8 @@ class BoundBridge:
 
     takes_index = True
 
-    def __init__(self, parent: GraderBridge, label: str | None) -> None:
-        self.parent, self.label = parent, label
+    def __init__(self, parent: GraderBridge, label: str | None, task_id: str | None = None) -> None:
+        self.parent, self.label, self.task_id = parent, label, task_id
         self._calls: dict[int, list[dict]] = {}
         self._asked: dict[int, Counter] = {}
         self.refused: set[int] = set()
@@ -267,7 +268,7 @@ class BoundBridge:
         calls = self._calls.setdefault(index, [])
         record["call"] = len(calls)
         calls.append(record)
-        parent._report(self.label, record)
+        parent._report(self.label, record, self.task_id)
         return reply
 
     def calls_of(self, index: int) -> list[dict]:

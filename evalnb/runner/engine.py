@@ -338,7 +338,7 @@ class RunEngine:
                 check = asyncio.ensure_future(grader.check())
                 source = await asyncio.to_thread(_item_source, plan, task_id, pool)
                 # the panel's metric per model: the first task's first metric (set below if not yet)
-                metric = {m.label: self.progress.model(m.label).metric or (
+                metric = {m.label: self.progress.model(m.label, task_id).metric or (
                     task.effective_metrics[0].id if task.effective_metrics else None) for m in plan.models}
                 missing = MissingFields(task)
                 seen = _KeepSmall(source())
@@ -367,7 +367,7 @@ class RunEngine:
                 label = model.label
                 finished = survey.kept[label] + survey.copied[label]
                 state.remaining[label] = survey.n_items * plan.epochs - finished
-                mp = self.progress.model(label)
+                mp = self.progress.model(label, task_id)
                 mp.total += survey.n_items * plan.epochs
                 mp.done += finished
                 mp.reused += survey.copied[label]
@@ -419,13 +419,13 @@ class RunEngine:
 
         return ModelClient(model, pool=self.http_pool, **options)
 
-    def _judge_called(self, label: str | None, call: dict) -> None:
-        """A grader's model call finished: count it (and its cost) for the judged model."""
+    def _judge_called(self, label: str | None, call: dict, task_id: str | None = None) -> None:
+        """A grader's model call finished: count it (and its cost) for the judged candidate."""
         if self.budget.limit is None:
             self.budget.add(call.get("cost_usd"))
         if label is None:
             return
-        mp = self.progress.model(label)
+        mp = self.progress.model(label, task_id)
         mp.judge_calls += 1
         if call.get("cached"):
             mp.judge_cached += 1

@@ -198,7 +198,7 @@ class GradingPipeline:
             sample.status, sample.error = "failed", error
         else:
             sample.status = "completed"
-        mp = self.progress.model(label)
+        mp = self.progress.model(label, task_id)
         mp.done += 1
         if sample.status == "failed":
             mp.failed += 1
@@ -216,7 +216,7 @@ class GradingPipeline:
         """A sample not called (its model or task was stopped): stored as not run, with why."""
         task_id, label = sample.task_id, sample.model
         sample.status, sample.error = "not_run", {"stage": "not_run", "message": reason}
-        mp = self.progress.model(label)
+        mp = self.progress.model(label, task_id)
         mp.done += 1
         mp.not_run += 1
         self.progress.failed_because(reason)

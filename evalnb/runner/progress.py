@@ -2,8 +2,10 @@
 
 The runner only bumps counters on `RunProgress` (cheap, no I/O). A display polls those
 counters on a timer (every 0.25 s), so a 20,000-samples/s run does not pay for drawing.
-In a notebook the display is an ipywidgets panel (one bar per model, a Stop button);
-in a terminal it is one plain text line on stderr.
+In a notebook the display is an ipywidgets panel (one bar per candidate, a Stop button);
+in a terminal it is one plain text line on stderr. A candidate is a model, or in a run with
+prompt variants a "model · variant": counters given the task (a variant's slot id) count for
+its candidate; what only a model knows (its retries, rate limits) counts for the model.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
+
+from evalnb.suite.variants import candidate_label, split_slot
 
 
 @dataclass
@@ -38,13 +42,14 @@ class ModelProgress:
     judge_cached: int = 0
     cost_usd: float = 0.0  # its candidate calls and its graders' calls, at the models' prices
     batch: str = ""  # a provider batch run: its batches' status and request counts
+    shared: bool = False  # a model's own counters shown beside its variants' (no samples of its own)
 
     @property
     def metric_mean(self) -> float | None:
         return self.metric_sum / self.metric_n if self.metric_n else None
 
     def describe(self) -> str:
-        parts = [f"{self.done}/{self.total}"]
+        parts = [] if self.shared else [f"{self.done}/{self.total}"]
         if self.batch:
             parts.append(self.batch)
         if self.in_flight:
@@ -127,11 +132,27 @@ class RunProgress:
             return ""
         return b.describe()
 
-    def model(self, label: str) -> ModelProgress:
+    def model(self, label: str, task_id: str | None = None) -> ModelProgress:
+        """The counters of model ``label``'s candidate for ``task_id`` ("model · variant" when the
+        task is a variant's slot); without a task, the model's own (retries, rate limits)."""
+        if task_id is not None:
+            label = candidate_label(label, split_slot(task_id)[1])
         mp = self.models.get(label)
         if mp is None:
             mp = self.models[label] = ModelProgress(label)
         return mp
+
+    def rows(self) -> list[ModelProgress]:
+        """What the displays show, one per candidate: with variants, a model's own counters
+        (no samples of their own) only when they have something to say, as "model (all variants)"."""
+        shown = []
+        for key, m in self.models.items():
+            if m.total == 0 and any(k.startswith(f"{key} · ") for k in self.models):
+                if not (m.retries or m.rate_limited or m.in_flight or m.batch or m.judge_calls or m.cost_usd):
+                    continue
+                m = replace(m, label=f"{key} (all variants)", shared=True)
+            shown.append(m)
+        return shown
 
     @property
     def done(self) -> int:
@@ -173,7 +194,7 @@ class TextDisplay:
         self._warned = len(p.warnings)
         elapsed = time.monotonic() - p.started
         rate = p.done / elapsed if elapsed > 0 else 0.0
-        models = " | ".join(f"{m.label}: {m.describe()}" for m in p.models.values())
+        models = " | ".join(f"{m.label}: {m.describe()}" for m in p.rows())
         spend = f" {p.spend} |" if p.spend else ""
         line = f"[evalnb {p.run_id[-8:]}] {p.done}/{p.total} ({rate:.0f}/s){spend} {models}"
         if final:
@@ -250,7 +271,7 @@ class WidgetDisplay:
         if reasons != self._reasons:
             self.reasons.value = _reasons_html(reasons)
             self._reasons = reasons
-        for m in p.models.values():
+        for m in p.rows():
             bar, text = self._row(m.label)
             bar.max = max(m.total, 1)
             bar.value = m.done
@@ -274,7 +295,7 @@ class WidgetDisplay:
         rows = "".join(
             f"<tr><td>{html.escape(m.label)}</td><td>{m.done}/{m.total}</td>"
             f"<td>{html.escape(m.describe())}</td></tr>"
-            for m in p.models.values()
+            for m in p.rows()
         )
         return (
             f"<div class='evalnb-progress-static evalnb-static-widget'><b>evalnb run</b> <code>{html.escape(p.run_id)}</code>"

@@ -141,7 +141,7 @@ class RunContext:
                 return  # not started: the next attempt of the run does it
         if self._hold is not None:
             await self._held()
-        mp = self._progress.model(model.label)
+        mp = self._progress.model(model.label, unit.task_id)
         mp.in_flight += 1
         cost = None
         started = time.perf_counter()
@@ -214,7 +214,7 @@ class RunContext:
 
     def answered(self, unit: Unit) -> None:
         """`unit.output` (the output cache's answer) stands for the call: extract, grade, store."""
-        self._progress.model(unit.model.label).reused += 1
+        self._progress.model(unit.model.label, unit.task_id).reused += 1
         self._extract(unit, self._generated(unit, unit.output, reused=True))
 
     def reply(self, unit: Unit, output: Output | dict) -> None:
@@ -258,7 +258,7 @@ class RunContext:
         if output.get("cost_usd") is None:
             output["cost_usd"] = call_cost(output.get("usage"), unit.model.price)
         cost = output["cost_usd"]
-        self._progress.model(unit.model.label).cost_usd += cost or 0.0
+        self._progress.model(unit.model.label, unit.task_id).cost_usd += cost or 0.0
         self._budget.add(cost)
         self._writer.put_outputs([output])
         sample = self._generated(unit, output, reused=False)
@@ -267,7 +267,7 @@ class RunContext:
 
     def reused(self, unit: Unit) -> Sample:
         """`unit.output` (the cache's answer) as a `Sample`, not extracted or graded yet."""
-        self._progress.model(unit.model.label).reused += 1
+        self._progress.model(unit.model.label, unit.task_id).reused += 1
         return self._generated(unit, unit.output, reused=True)
 
     def finish(self, results: Iterable[tuple[Sample, dict | None, bool]]) -> None:
@@ -412,7 +412,7 @@ class RunContext:
             self._charge_reused(sample, unit, output)
         usage = sample.usage
         if usage:
-            mp = self._progress.model(unit.model.label)
+            mp = self._progress.model(unit.model.label, unit.task_id)
             mp.input_tokens += int(usage.get("input_tokens") or 0)
             mp.output_tokens += int(usage.get("output_tokens") or 0)
         return sample

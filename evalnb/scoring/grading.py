@@ -329,7 +329,7 @@ class Grader:
     def _bind(self, model: str | None) -> Any:
         """The bridge for one batch, if the run's bridge records calls per sample (see runner.bridge)."""
         bind = getattr(self.bridge, "bind", None)
-        return bind(model=model) if bind is not None and self.model_access == "mka1" else None
+        return bind(model=model, task_id=self.task_id) if bind is not None and self.model_access == "mka1" else None
 
     async def grade_batch(self, samples: list[dict], items: list[dict], *, model: str) -> BatchGrade:
         """``aggregate`` execution: one ``grade_batch`` call with every sample (each with its ``item``)."""

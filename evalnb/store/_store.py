@@ -416,11 +416,13 @@ class Store(RunRecords, GradeReuse, PairwiseRecords):
         return {(t, m, i, e): (key, cost) for t, m, i, e, key, cost in rows}
 
     def run_spend(self, run_id: str) -> float:
-        """USD recorded for a run so far: its candidate calls plus its grader model calls."""
+        """USD recorded for a run so far: its candidate calls, its grader model calls and its
+        pairwise judge calls (`RunResult.pairwise`), so a resumed run's budget counts them all."""
         rows = self._rows(
             "SELECT (SELECT COALESCE(SUM(cost_usd), 0) FROM samples WHERE run_id = ?) + "
-            "(SELECT COALESCE(SUM(cost_usd), 0) FROM judge_calls WHERE run_id = ?)",
-            (run_id, run_id),
+            "(SELECT COALESCE(SUM(cost_usd), 0) FROM judge_calls WHERE run_id = ?) + "
+            "(SELECT COALESCE(SUM(cost_usd), 0) FROM pairwise_calls WHERE run_id = ?)",
+            (run_id, run_id, run_id),
         )
         return float(rows[0][0] or 0.0)
 

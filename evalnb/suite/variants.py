@@ -58,6 +58,11 @@ def slot_id(task_id: str, variant: str) -> str:
     return f"{task_id}{SLOT_SEPARATOR}{variant}"
 
 
+def candidate_label(model: str, variant: str) -> str:
+    """How a (model, variant) candidate is named to a reader: progress, plots, side-by-side views."""
+    return f"{model} · {variant}" if variant else str(model)
+
+
 def split_slot(task_id: str) -> tuple[str, str]:
     """``"reviews@defined"`` -> ``("reviews", "defined")``; a plain task id -> ``(id, "")``."""
     task, sep, variant = str(task_id).rpartition(SLOT_SEPARATOR)

@@ -162,3 +162,43 @@ def test_run_page_in_chromium_offline_marks_each_changed_prompt(runs, tmp_path):
         assert page.locator("#items .item").count() >= 1
         expect(page.locator("header")).to_contain_text(f"v1: plain prompt ({before.run_id})")
     assert not refused
+
+
+def test_the_diffs_display_starts_with_what_changed(runs):
+    before, after, _ = runs
+    from evalnb.results.diff import DIFF_COLUMNS
+
+    diff = after.diff(before)
+    assert list(diff.columns) == list(DIFF_COLUMNS) and isinstance(diff, __import__("pandas").DataFrame)
+    html = diff._repr_html_()
+    table = html.index("<table")
+    found = INSERTED.search(html)
+    assert found and found.start() < table  # the inserted sentence, marked, before the numbers
+    assert -1 < html.index("v2: neutral defined") < table
+    assert -1 < html.index(f"v1: plain prompt ({before.run_id})") < table
+    assert "mean_diff" in html[table:] and "n_fixed" in html[table:]  # every column shown
+    text = repr(diff)
+    assert text.startswith("What changed: v2: neutral defined") and f"[+{DEFINITION}+]" in text
+    assert text.index("mean_diff") > text.index(DEFINITION)
+    plain = diff[diff["model"] == "strong"]  # whatever pandas builds from it is a plain DataFrame
+    assert type(plain).__name__ == "DataFrame" and "What changed" not in repr(plain)
+
+
+def test_a_variant_run_diffs_each_variant_against_a_baseline_without_variants(runs):
+    before, after, both = runs
+    diff = both.diff(before)
+    assert list(diff.columns[:3]) == ["task_id", "model", "variant"]
+    assert sorted(set(zip(diff["model"], diff["variant"]))) == [
+        ("strong", "defined"), ("strong", "plain"), ("weak", "defined"), ("weak", "plain")]
+    plain = diff[diff["variant"] == "plain"]
+    assert (plain["mean_diff"] == 0).all() and (plain["n_fixed"] == 0).all()  # the same prompt as v1
+    defined = diff[diff["variant"] == "defined"].drop(columns="variant").reset_index(drop=True)
+    by_hand = after.diff(before)  # v2's prompt is the variant's: the same pairs, the same numbers
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(pd.DataFrame(defined), pd.DataFrame(by_hand), check_like=True)
+    assert (defined["n_fixed"] > 0).all()
+    assert INSERTED.search(diff._repr_html_())  # the defined variant's sentence, against v1
+    with pytest.raises(ValueError, match=r"the baseline two prompts \(eval_run_\w+\) has prompt variants "
+                                         r"\(plain, defined\).*diff the other way round.*paired"):
+        before.diff(both)

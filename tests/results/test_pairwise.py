@@ -28,7 +28,7 @@ from helpers.pairwise_kit import (
     quality,
     sloppy_judge,
 )
-from helpers.runner_kit import rows, wait_for
+from helpers.runner_kit import item_number, rows, wait_for
 
 pytestmark = pytest.mark.usefixtures("evalnb_home")
 
@@ -271,8 +271,9 @@ def test_candidate_names_are_models_or_variants_never_both():
     assert candidate_names(plain.assign(variant=""), ["m1", "m2"]) == ["m1", "m2"]  # empty variants: none
     variants = pd.DataFrame({"task_id": "t", "model": "m1", "sample_index": [0, 0], "epoch": 0,
                              "variant": ["short", "long"]})
-    assert candidate_names(variants, ["m1"]) == ["m1", "short", "long"]
+    assert candidate_names(variants, ["m1"]) == ["m1", "short", "long", "m1 · short", "m1 · long"]
     assert candidate_samples(variants, "long")["variant"].tolist() == ["long"]
+    assert candidate_samples(variants, "m1 · short")["variant"].tolist() == ["short"]
     with pytest.raises(ValueError, match="'m1' denotes several answers per item"):
         candidate_samples(variants, "m1", where="a")
     with pytest.raises(ValueError, match="both a model label and a variant name"):
@@ -296,3 +297,40 @@ def test_another_run_with_the_same_answers_is_judged_from_the_cache(make_suite, 
     # another template is another question: asked anew
     second.pairwise("strong", "mid", judge_model=judge(server), template=TEMPLATE + " Be brief.", swap=False)
     assert server.calls() == 3 * N
+
+
+def _by_variant(body: dict) -> str:
+    """A candidate whose answer is better under the "defined" prompt (and from m1 than from m2)."""
+    text = body.get("input") if isinstance(body.get("input"), str) else ""
+    n = item_number(text) or 0
+    q = (3 if "Be thorough" in text else 1) - (1 if body.get("model") == "m2" else 0)
+    return f"answer {n} quality {q}"
+
+
+VARIANTS = {"plain": {}, "defined": {"prompt_template": "{{q}} Be thorough."}}
+
+
+def test_prompt_variants_are_candidates_end_to_end(make_suite, model_server):
+    cand, server = model_server(_by_variant), model_server(fair_judge)
+    suite = make_suite({"t": rows(N)})
+    one = evalnb.run(suite, [Model("m1", base_url=cand.base_url)], progress=False, variants=VARIANTS)
+    table = one.win_rate("plain", "defined", judge_model=judge(server), template=TEMPLATE)
+    [row] = table.to_dict("records")
+    assert (row["a"], row["b"], row["n"], row["a_wins"], row["b_wins"]) == ("plain", "defined", N, 0, N)
+    assert row["win_rate"] == 0.0
+    assert server.calls() == 2 * N and row["inconsistent"] == 0
+    # the same candidates by their "model · variant" names: the judge cache answers, nothing is sent
+    again = one.pairwise("m1 · defined", "m1 · plain", judge_model=judge(server), template=TEMPLATE)
+    assert (again["verdict"] == "a").all() and len(again) == N and server.calls() == 2 * N
+    # two models × two variants: rank() ranks every (model, variant) candidate by default
+    two = evalnb.run(suite, [Model(m, base_url=cand.base_url) for m in ("m1", "m2")], progress=False,
+                     variants=VARIANTS, name="grid")
+    ranked = two.rank(judge_model=judge(server), template=TEMPLATE)
+    assert ranked["model"].tolist() == ["m1 · defined", "m2 · defined", "m1 · plain", "m2 · plain"] == [
+        two.candidates[i] for i in (1, 3, 0, 2)]
+    assert ranked[["wins", "losses", "ties"]].values.tolist() == [[3 * N, 0, 0], [2 * N, N, 0], [N, 2 * N, 0],
+                                                                   [0, 3 * N, 0]]
+    with pytest.raises(ValueError, match=r"a='plain' denotes several answers per item .*'model · variant'"):
+        two.win_rate("plain", "defined", judge_model=judge(server), template=TEMPLATE)
+    stored = evalnb.load_run(two.run_id).pairwise_judgements
+    assert len(stored) == 6 * N and stored["a"].iloc[0] == "m1 · plain"  # a: the first in candidate order

@@ -293,3 +293,33 @@ def test_answers_a_crash_kept_only_in_the_cache_stay_paid_for_by_their_run(make_
     assert done.status == "completed" and server.request_count == 8  # nothing asked again
     assert not done.samples["cached"].any()
     assert done.cost_usd == pytest.approx(8 * cost(PROMPT_TOKENS, 10))
+
+
+def test_pairwise_judge_spend_counts_in_a_resumed_runs_budget(make_suite, model_server):
+    """Pairwise judge calls are the run's spend too: `Store.run_spend` counts them, so a resume's
+    budget (the whole run's) leaves less for the candidates."""
+    from evalnb.store import Store
+
+    server = model_server(usage={"input_tokens": PROMPT_TOKENS, "output_tokens": 10})
+    judge_server = model_server(lambda body: "The first. [[A]]", usage={"input_tokens": 100, "output_tokens": 10})
+    suite = _suite(make_suite)
+    worst, actual = cost(PROMPT_TOKENS, MAX_OUT), cost(PROMPT_TOKENS, 10)
+    models = [Model(m, base_url=server.base_url, price=PRICE) for m in ("a", "b")]
+    stopped = evalnb.run(suite, models, generation=GEN, max_cost_usd=0.5, progress=False, concurrency=1)
+    assert stopped.status == "stopped"
+    sent, candidates_spent = server.request_count, stopped.cost_usd
+    assert candidates_spent == pytest.approx(sent * actual)
+    judge = Model("judge", base_url=judge_server.base_url, price=PRICE)
+    pairs = stopped.pairwise("a", "b", judge_model=judge, swap=False)
+    judged = judge_server.request_count
+    assert judged == len(pairs) > 0
+    judge_spent = judged * cost(100, 10)
+    assert judge_spent > 2 * worst  # without counting it, the resume below would make calls
+    assert Store().run_spend(stopped.run_id) == pytest.approx(candidates_spent + judge_spent)
+    # the run's budget raised by less than the judge spent: still nothing fits
+    again = evalnb.resume(stopped.run_id, max_cost_usd=0.5 + judge_spent - worst, progress=False)
+    assert again.status == "stopped" and server.request_count == sent
+    # raised by the judge's spend plus room for calls: exactly those calls are made
+    more = evalnb.resume(stopped.run_id, max_cost_usd=candidates_spent + judge_spent + 3 * worst, progress=False)
+    assert server.request_count == sent + _calls_within(3 * worst, worst, actual, 2 * N - sent)
+    assert more.status == "stopped"

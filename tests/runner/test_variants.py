@@ -309,3 +309,57 @@ def test_public_task_ids_are_the_tasks_own(suite, server):
     assert result.summarize(task_id="reviews")["variant"].tolist() == ["plain", "plain", "defined", "defined"]
     with pytest.raises(ValueError, match="unknown task_id 'nope'"):
         result.paired("defined", "plain", task_id="nope")
+
+
+def test_progress_counts_each_model_and_variant_as_its_own_candidate(suite, server, widget_displays, capsys):
+    result = evalnb.run(suite, _models(server), variants=VARIANTS, progress=True)
+    [panel] = widget_displays
+    assert sorted(panel.rows) == sorted(result.candidates) and len(panel.rows) == 4  # no bare "strong" row
+    means = result.metrics.set_index(["model", "variant"])["mean"]
+    for model, variant in means.index:
+        bar, text = panel.rows[f"{model} · {variant}"]
+        assert (bar.value, bar.max) == (N_ROWS, N_ROWS)
+        assert f"{N_ROWS}/{N_ROWS}" in text.value and f"={means[(model, variant)]:.3f}" in text.value
+    assert "strong · defined" in panel.static_html() and ">strong<" not in panel.static_html()
+    # the text line: the same candidates, and no bare model with "0/0"
+    evalnb.run(suite, _models(server), variants=VARIANTS, progress="text", reuse=False, name="again")
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"strong · plain: {N_ROWS}/{N_ROWS}" in line and f"weak · defined: {N_ROWS}/{N_ROWS}" in line
+    assert "strong: " not in line and "0/0" not in line
+    assert "=0.967" in line  # weak · defined: item 5 misread
+
+
+def test_a_models_own_counters_show_beside_its_variants_only_when_they_say_something():
+    from evalnb.runner.progress import RunProgress, TextDisplay
+
+    p = RunProgress(run_id="eval_run_x")
+    p.model("m", "t@a").total = 2
+    p.model("m", "t@b").total = 2
+    p.model("m")  # its client's counters (retries, rate limits): nothing yet
+    assert [m.label for m in p.rows()] == ["m · a", "m · b"]
+    p.model("m").retries = 3
+    assert [(m.label, m.describe()) for m in p.rows()][-1] == ("m (all variants)", "3 retries")
+    assert p.models["m"].label == "m" and p.total == 4  # the counters themselves are untouched
+    plain = RunProgress(run_id="eval_run_y")
+    plain.model("m", "t").total = 1  # a run without variants: the model is the candidate
+    assert [(m.label, m.describe()) for m in plain.rows()] == [("m", "0/1")]
+    import io
+
+    out = io.StringIO()
+    TextDisplay(p, out).update(final=True)
+    assert "m · a: 0/2 | m · b: 0/2 | m (all variants): 3 retries" in out.getvalue()
+
+
+def test_a_graders_judge_calls_count_for_their_model_and_variant(make_suite, model_server, widget_displays):
+    from helpers.runner_kit import rows
+
+    candidate, judge = model_server(), model_server(lambda body: "yes")
+    source = ("def grade(sample, item, ctx):\n"
+              "    return ctx.responses_create(input='ok? ' + sample['output_text'])['output_text'] == 'yes'\n")
+    suite = make_suite({"t": rows(3)}, t={"grader": {"contract": "model_backed", "source": source}})
+    evalnb.run(suite, [Model("m", base_url=candidate.base_url)], judge_model=Model("j", base_url=judge.base_url),
+               variants={"a": {}, "b": {"prompt_template": "{{q}} Answer briefly."}}, progress=True)
+    [panel] = widget_displays
+    assert sorted(panel.rows) == ["m · a", "m · b"]
+    for name in ("m · a", "m · b"):
+        assert "3/3" in panel.rows[name][1].value and "3 judge calls" in panel.rows[name][1].value
