@@ -100,7 +100,10 @@ class Redactor:
                 break
         if "bearer" in text.lower():
             text = _BEARER.sub(_BEARER_MASK, text)
-        if ("_" in text and any(mark in text for mark in _UNDERSCORE_MARKS)) or "AKIA" in text or "ASIA" in text:
+        # every mark holds "gh" but github_pat_ and hf_: three substring tests before the loop over
+        # all seven (JSON of usage and scores has underscores in most stored samples)
+        if ("_" in text and ("gh" in text or "hf_" in text or "github_pat_" in text)
+                and any(mark in text for mark in _UNDERSCORE_MARKS)) or "AKIA" in text or "ASIA" in text:
             text = _SHAPES.sub(REDACTED, text)
         return _SK.sub(REDACTED, text) if "sk-" in text else text
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from evalnb.store import Store
 
-__all__ = ["SAMPLE_COLUMNS", "lean_frame", "metric_columns", "metric_specs", "samples_frame"]
+__all__ = ["FRAME_FIELDS", "SAMPLE_COLUMNS", "lean_frame", "metric_columns", "metric_specs", "samples_frame"]
 
 
 def metric_specs(manifest: Mapping[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
@@ -53,6 +53,10 @@ _TAIL = ("error", "log", "latency_s", "input_tokens", "output_tokens", "response
 # without a price), judge_cost_usd of the sample's grader model calls, cached (from the store)
 _COST = ("cost_usd", "judge_cost_usd", "cached")
 SAMPLE_COLUMNS = _LEAD + _TAIL + _COST
+# the stored fields `samples_frame` reads (tokens come from `usage`, metric columns from
+# `scores`): a run's keys, timestamps and digests are not read back for the frame
+FRAME_FIELDS = (*(c for c in SAMPLE_COLUMNS if c not in ("input_tokens", "output_tokens", "judge_cost_usd")),
+                "usage", "scores")
 
 def _as_score(value: Any) -> float:
     """A stored score as float; bools are 0/1; None, NaN and anything non-numeric are NaN."""

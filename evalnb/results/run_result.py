@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["METRICS_COLUMNS", "SAMPLE_COLUMNS", "RunResult", "metric_specs"]
 
-from evalnb.results.frames import SAMPLE_COLUMNS, lean_frame, metric_columns, metric_specs, samples_frame  # noqa: E402
+from evalnb.results.frames import FRAME_FIELDS, SAMPLE_COLUMNS, lean_frame, metric_columns, metric_specs, samples_frame  # noqa: E402
 
 METRICS_COLUMNS = (
     "task_id", "model", "metric", "n", "n_failed", "n_unscored", "n_not_run", "n_missing_field", "epochs", "mean",
@@ -49,14 +49,12 @@ METRICS_COLUMNS = (
 _SCORE_COLUMNS = ("task_id", "model", "sample_index", "metric", "value")
 
 
-def _joined(pages: Iterable[Mapping[str, list[Any]]]) -> dict[str, list[Any]]:
-    """Pages of columns (`Store.column_pages`) as one dict of columns."""
-    from evalnb.store import SAMPLE_FIELDS
-
-    columns: dict[str, list[Any]] = {f: [] for f in SAMPLE_FIELDS}
+def _joined(pages: Iterable[Mapping[str, list[Any]]], fields: Iterable[str]) -> dict[str, list[Any]]:
+    """Pages of columns (`Store.column_pages` of `fields`) as one dict of columns."""
+    columns: dict[str, list[Any]] = {f: [] for f in fields}
     for page in pages:
-        for field, values in page.items():  # a Sample subclass's store reads its own fields too
-            columns.setdefault(field, []).extend(values)
+        for field, values in page.items():
+            columns[field].extend(values)
     return columns
 
 
@@ -286,7 +284,7 @@ class RunResult:
         else:
             assert self._store is not None
             columns = self._lean[1]
-            cols = _joined(self._store.column_pages(self._run_id, batch_size=5000))
+            cols = _joined(self._store.column_pages(self._run_id, FRAME_FIELDS, batch_size=5000), FRAME_FIELDS)
         frame = self._run_order(samples_frame(cols, columns, self._judging.cost_by_sample()))
         self._cached_input = frame.pop("_cached_input").to_numpy()
         return frame, columns
@@ -306,7 +304,8 @@ class RunResult:
             return
         for task in self._slots:
             for model in self.models:
-                for page in self._store.column_pages(self._run_id, task_id=task, model=model, batch_size=batch_size):
+                for page in self._store.column_pages(self._run_id, FRAME_FIELDS, task_id=task, model=model,
+                                                     batch_size=batch_size):
                     yield self._page_frame(page)
 
     def _page_frame(self, page: Mapping[str, list[Any]]) -> pd.DataFrame:
@@ -341,7 +340,7 @@ class RunResult:
             after = None
             if at > 0 and lean["task_id"].iat[at - 1] == task and lean["model"].iat[at - 1] == model:
                 after = (int(lean["sample_index"].iat[at - 1]), int(lean["epoch"].iat[at - 1]))  # seek past it
-            pages = self._store.column_pages(self._run_id, task_id=task, model=model, after=after,
+            pages = self._store.column_pages(self._run_id, FRAME_FIELDS, task_id=task, model=model, after=after,
                                              batch_size=len(part))
             parts.append(self._page_frame(next(pages)))
         return pd.concat(parts, ignore_index=True).iloc[:page_size]

@@ -57,6 +57,31 @@ def key_text(item: Any) -> str:
     return "\x00".join((item.prompt, "loglikelihood", *continuations))
 
 
+class _Stretch:
+    """One stretch of a task's items being surveyed: its decisions per (label, epoch), one byte
+    per item, and the items' row digests (computed once, when a step first needs one)."""
+
+    def __init__(self, task_id: str, chunk: list[Any], dec: dict[tuple[str, int], bytearray]) -> None:
+        self.task_id, self.chunk, self.dec = task_id, chunk, dec
+        self.first, self.last, self.n = chunk[0].index, chunk[-1].index, len(chunk)
+        self._digests: list[bytes | None] = [None] * self.n
+
+    def row_hash(self, j: int) -> bytes:
+        from evalnb.store import row_digest
+
+        d = self._digests[j]
+        if d is None:
+            d = self._digests[j] = row_digest(self.chunk[j].row)
+        return d
+
+    def calls(self) -> Iterator[tuple[str, int, bytearray, int]]:
+        """(label, epoch, decisions, j) of every sample still at CALL when the loop reaches it."""
+        for (label, epoch), d in self.dec.items():
+            for j in range(self.n):
+                if d[j] == CALL:
+                    yield label, epoch, d, j
+
+
 class Planner:
     """The survey and the work pass of one run (see the module docstring)."""
 
@@ -122,73 +147,82 @@ class Planner:
 
     def _survey_chunk(self, task_id: str, chunk: list[Any], per_sample: bool, result: TaskSurvey,
                       metric: dict[str, str | None], sums: dict[str, list]) -> None:
-        from evalnb.store import row_digest, text_hash
-
-        plan = self.plan
-        first, last, n = chunk[0].index, chunk[-1].index, len(chunk)
-        epochs = range(plan.epochs)
-        dec = {(m.label, e): bytearray(n) for m in plan.models for e in epochs}
-        digests: list[bytes | None] = [None] * n
-
-        def row_hash(j: int) -> bytes:
-            d = digests[j]
-            if d is None:
-                d = digests[j] = row_digest(chunk[j].row)
-            return d
-
-        if self.has_own:  # samples this run finished before: kept if asked and graded the same way
-            for label, index, epoch, prompt_hash, target, row_hash_ in self.store.completed_range(
-                    self.run_id, task_id, self._labels, first, last):
-                d, j = dec.get((label, epoch)), index - first
-                if d is None or not 0 <= j < n:
-                    continue
-                item = chunk[j]
-                if prompt_hash == text_hash(item.prompt) and target == item.target and row_hash_ == row_hash(j):
-                    d[j] = KEEP
-                    result.kept[label] += 1
+        """One stretch's decisions, each step deciding only samples still at CALL: kept (this
+        run's own), copied (an identical earlier run), cached (the output cache), twins."""
+        stretch = _Stretch(task_id, chunk, {(m.label, e): bytearray(len(chunk))
+                                            for m in self.plan.models for e in range(self.plan.epochs)})
+        if self.has_own:
+            self._keep_own(stretch, result)
         if self.own_failures:
-            for (label, epoch), d in dec.items():
-                for j in range(n):
-                    if d[j] == CALL and (task_id, label, first + j, epoch) in self.own_failures:
-                        d[j] = KEEP
-                        result.kept[label] += 1
-        if self.previous is not None and per_sample and plan.reuse:
-            for label, index, epoch, key, target, row_hash_, scores in self.store.graded_range(
-                    self.previous, task_id, self._labels, first, last):
-                d, j = dec.get((label, epoch)), index - first
-                if d is None or not 0 <= j < n or d[j] != CALL:
-                    continue
-                item = chunk[j]
-                if key == self.key(label, key_text(item), epoch, task_id) and target == item.target and row_hash_ == row_hash(j):
-                    d[j] = COPY
-                    result.copied[label] += 1
-                    name = metric.get(label)
-                    value = (json.loads(scores) if scores else {}).get(name) if name else None
-                    if isinstance(value, (int, float)):
-                        sums[label][0] += float(value)
-                        sums[label][1] += 1
+            self._keep_own_failures(stretch, result)
+        if self.previous is not None and per_sample and self.plan.reuse:
+            self._copy_previous(stretch, result, metric, sums)
         if self.use_cache:
-            wanted: dict[str, list[tuple[bytearray, int]]] = {}
-            for (label, epoch), d in dec.items():
-                for j in range(n):
-                    if d[j] == CALL:
-                        wanted.setdefault(self.key(label, key_text(chunk[j]), epoch, task_id), []).append((d, j))
-            if wanted:
-                for key in self.store.cached_keys(wanted, run_id=self.cache_run):
-                    for d, j in wanted[key]:
-                        d[j] = CACHED
+            self._mark_cached(stretch)
         if self._claimed is not None:
-            claimed = self._claimed
-            for (label, epoch), d in dec.items():
-                for j in range(n):
-                    if d[j] == CALL:
-                        key = self.key(label, key_text(chunk[j]), epoch, task_id)
-                        if key in claimed:
-                            d[j] = TWIN
-                        else:
-                            claimed.add(key)
-        for (label, epoch), d in dec.items():
+            self._mark_twins(stretch, self._claimed)
+        for (label, epoch), d in stretch.dec.items():
             self.decisions[(task_id, label, epoch)].extend(d)
+
+    def _keep_own(self, st: "_Stretch", result: TaskSurvey) -> None:
+        """Samples this run finished before: kept if asked and graded the same way."""
+        from evalnb.store import text_hash
+
+        for label, index, epoch, prompt_hash, target, row_hash in self.store.completed_range(
+                self.run_id, st.task_id, self._labels, st.first, st.last):
+            d, j = st.dec.get((label, epoch)), index - st.first
+            if d is None or not 0 <= j < st.n:
+                continue
+            item = st.chunk[j]
+            if prompt_hash == text_hash(item.prompt) and target == item.target and row_hash == st.row_hash(j):
+                d[j] = KEEP
+                result.kept[label] += 1
+
+    def _keep_own_failures(self, st: "_Stretch", result: TaskSurvey) -> None:
+        """This run's samples that failed for their own reasons stay as they are."""
+        for label, epoch, d, j in st.calls():
+            if (st.task_id, label, st.first + j, epoch) in self.own_failures:
+                d[j] = KEEP
+                result.kept[label] += 1
+
+    def _copy_previous(self, st: "_Stretch", result: TaskSurvey, metric: dict[str, str | None],
+                       sums: dict[str, list]) -> None:
+        """Graded samples of the identical earlier run, same request, target and row: copied
+        (their progress metric added to ``sums``)."""
+        for label, index, epoch, key, target, row_hash, scores in self.store.graded_range(
+                self.previous, st.task_id, self._labels, st.first, st.last):
+            d, j = st.dec.get((label, epoch)), index - st.first
+            if d is None or not 0 <= j < st.n or d[j] != CALL:
+                continue
+            item = st.chunk[j]
+            if (key == self.key(label, key_text(item), epoch, st.task_id) and target == item.target
+                    and row_hash == st.row_hash(j)):
+                d[j] = COPY
+                result.copied[label] += 1
+                name = metric.get(label)
+                value = (json.loads(scores) if scores else {}).get(name) if name else None
+                if isinstance(value, (int, float)):
+                    sums[label][0] += float(value)
+                    sums[label][1] += 1
+
+    def _mark_cached(self, st: "_Stretch") -> None:
+        """Calls whose request the output cache answers."""
+        wanted: dict[str, list[tuple[bytearray, int]]] = {}
+        for label, epoch, d, j in st.calls():
+            wanted.setdefault(self.key(label, key_text(st.chunk[j]), epoch, st.task_id), []).append((d, j))
+        if wanted:
+            for key in self.store.cached_keys(wanted, run_id=self.cache_run):
+                for d, j in wanted[key]:
+                    d[j] = CACHED
+
+    def _mark_twins(self, st: "_Stretch", claimed: set[str]) -> None:
+        """Calls an earlier task (variant) of the run already makes: twins; the rest claim theirs."""
+        for label, epoch, d, j in st.calls():
+            key = self.key(label, key_text(st.chunk[j]), epoch, st.task_id)
+            if key in claimed:
+                d[j] = TWIN
+            else:
+                claimed.add(key)
 
     def copy_kept(self, writer: Any, task_id: str) -> None:
         """Queue the copies the survey decided on, a statement per stretch of items."""

@@ -173,7 +173,7 @@ class RunContext:
         output = {"request_key": unit.key, "output_text": completion.text, "usage": completion.usage,
                   "response_id": completion.response_id, "latency_s": completion.latency_s, "cost_usd": cost}
         mp.cost_usd += cost or 0.0
-        self._writer.put_outputs([output])
+        self._writer.put_output(output)
         self._extract(unit, self._generated(unit, output, reused=False))
         self._settle_twins(unit, "output", output)
 
@@ -260,7 +260,7 @@ class RunContext:
         cost = output["cost_usd"]
         self._progress.model(unit.model.label, unit.task_id).cost_usd += cost or 0.0
         self._budget.add(cost)
-        self._writer.put_outputs([output])
+        self._writer.put_output(output)
         sample = self._generated(unit, output, reused=False)
         self._settle_twins(unit, "output", output)
         return sample

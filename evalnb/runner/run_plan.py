@@ -128,50 +128,20 @@ def make_plan(
     max_cost_usd: float | None = None,
     variants: Any = None,
 ) -> RunPlan:
+    """Every argument of `evalnb.run` checked, in this order (the first bad one is reported):
+    suite, models, the counts, variants, task ids, name, generation, judge and embedding
+    models, budget and executor, network access."""
     from evalnb.runner.executors.registry import check_executor
     from evalnb.suite.generation import Generation
-    from evalnb.suite import Suite
-
-    if not isinstance(suite, Suite):
-        raise TypeError(f"suite must be an evalnb.Suite, got {type(suite).__name__}")
-    if isinstance(models, (Model, str)):
-        models = [models]
-    models = list(models or [])
-    model_list = [as_model(m, f"models[{i}]") for i, m in enumerate(models)]
-    if not 1 <= len(model_list) <= MAX_MODELS:
-        raise ValueError(f"models: a run takes 1 to {MAX_MODELS} models, got {len(model_list)}")
-    labels = [m.label for m in model_list]
-    dupes = sorted({x for x in labels if labels.count(x) > 1})
-    if dupes:
-        raise ValueError(
-            f"models: labels must be unique, {dupes} appear more than once; "
-            "give each a distinct label=..."
-        )
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise ValueError(f"concurrency must be an integer from 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
-    if max_samples is not None and (isinstance(max_samples, bool) or not isinstance(max_samples, int) or max_samples < 1):
-        raise ValueError(f"max_samples must be a positive integer or None, got {max_samples!r}")
-    if grader_concurrency is not None and (
-        isinstance(grader_concurrency, bool) or not isinstance(grader_concurrency, int) or grader_concurrency < 1
-    ):
-        raise ValueError(f"grader_concurrency must be a positive integer or None, got {grader_concurrency!r}")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= MAX_EPOCHS:
-        raise ValueError(f"epochs must be an integer from 1 to {MAX_EPOCHS} (how often each item is asked), got {epochs!r}")
     from evalnb.suite.variants import resolve_variants
 
+    _check_suite(suite)
+    model_list = _model_list(models)
+    _check_counts(concurrency, max_samples, grader_concurrency, epochs)
     resolved = resolve_variants(suite, variants)  # ManifestError naming the variant and field
     known = [t.id for t in suite.tasks]
-    if task_ids is None:
-        chosen, all_tasks = known, True
-    else:
-        if isinstance(task_ids, str):
-            task_ids = [task_ids]
-        chosen, all_tasks = list(dict.fromkeys(task_ids)), False
-        unknown = [t for t in chosen if t not in known]
-        if unknown or not chosen:
-            raise ValueError(f"task_ids: unknown task(s) {unknown}; the suite has {known}")
-    if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME):
-        raise ValueError(f"name: a run name must be 1-{MAX_NAME} characters of text, got {name!r}")
+    chosen, all_tasks = _chosen_tasks(task_ids, known)
+    _check_name(name)
     gen = Generation.from_value(generation).canonical()
     judge_gen = _judge_generation(judge_generation)
     _warn_unsent(model_list, gen)
@@ -180,25 +150,8 @@ def make_plan(
     budget = check_budget(max_cost_usd)
     runner = check_executor(executor)
     if budget is not None:
-        if runner != "local" and runner != "batch" and getattr(runner, "name", None) != "batch":
-            # a budget is checked before every call; Ray workers make theirs on their own
-            raise ValueError("max_cost_usd: a budget needs executor='local' or 'batch' (each call is checked "
-                             "against it before it starts, in this process); Ray runs record and price every call but "
-                             "cannot stop at a budget")
-        _check_bounded(model_list, gen, judge, judge_gen, budget, embedder)
-    if allow_network is True:
-        network_tasks = frozenset(chosen)
-    elif allow_network is False or allow_network is None:
-        network_tasks = frozenset()
-    else:
-        if isinstance(allow_network, str):
-            allow_network = [allow_network]
-        if not isinstance(allow_network, (list, tuple, set, frozenset)):
-            raise TypeError(f"allow_network must be True, False or a list of task ids, got {allow_network!r}")
-        unknown = sorted(set(allow_network) - set(known))
-        if unknown:
-            raise ValueError(f"allow_network: unknown task(s) {unknown}; the suite has {known}")
-        network_tasks = frozenset(allow_network) & frozenset(chosen)
+        _check_budget_run(runner, model_list, gen, judge, judge_gen, budget, embedder)
+    network_tasks = _network_tasks(allow_network, chosen, known)
     base_suite = suite
     if resolved is not None:  # the runner sees one ordinary task per (task, variant)
         _check_variant_names(resolved.names, [m.label for m in model_list])
@@ -226,6 +179,91 @@ def make_plan(
         variants=resolved,
         base_suite=base_suite,
     )
+
+
+def _check_suite(suite: Any) -> None:
+    from evalnb.suite import Suite
+
+    if not isinstance(suite, Suite):
+        raise TypeError(f"suite must be an evalnb.Suite, got {type(suite).__name__}")
+
+
+def _model_list(models: Any) -> list[Model]:
+    """``models`` (one model, or a sequence of them) as 1 to MAX_MODELS Models with unique labels."""
+    if isinstance(models, (Model, str)):
+        models = [models]
+    model_list = [as_model(m, f"models[{i}]") for i, m in enumerate(list(models or []))]
+    if not 1 <= len(model_list) <= MAX_MODELS:
+        raise ValueError(f"models: a run takes 1 to {MAX_MODELS} models, got {len(model_list)}")
+    labels = [m.label for m in model_list]
+    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    if dupes:
+        raise ValueError(
+            f"models: labels must be unique, {dupes} appear more than once; "
+            "give each a distinct label=..."
+        )
+    return model_list
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_counts(concurrency: Any, max_samples: Any, grader_concurrency: Any, epochs: Any) -> None:
+    if not _is_int(concurrency) or not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ValueError(f"concurrency must be an integer from 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
+    if max_samples is not None and (not _is_int(max_samples) or max_samples < 1):
+        raise ValueError(f"max_samples must be a positive integer or None, got {max_samples!r}")
+    if grader_concurrency is not None and (not _is_int(grader_concurrency) or grader_concurrency < 1):
+        raise ValueError(f"grader_concurrency must be a positive integer or None, got {grader_concurrency!r}")
+    if not _is_int(epochs) or not 1 <= epochs <= MAX_EPOCHS:
+        raise ValueError(f"epochs must be an integer from 1 to {MAX_EPOCHS} (how often each item is asked), got {epochs!r}")
+
+
+def _chosen_tasks(task_ids: Any, known: list[str]) -> tuple[list[str], bool]:
+    """The tasks to run (each once, in the order given) and whether that is all of them."""
+    if task_ids is None:
+        return known, True
+    if isinstance(task_ids, str):
+        task_ids = [task_ids]
+    chosen = list(dict.fromkeys(task_ids))
+    unknown = [t for t in chosen if t not in known]
+    if unknown or not chosen:
+        raise ValueError(f"task_ids: unknown task(s) {unknown}; the suite has {known}")
+    return chosen, False
+
+
+def _check_name(name: Any) -> None:
+    if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME):
+        raise ValueError(f"name: a run name must be 1-{MAX_NAME} characters of text, got {name!r}")
+
+
+def _check_budget_run(runner: Any, models: list[Model], gen: dict[str, Any], judge: Model | None,
+                      judge_gen: dict[str, Any], budget: float, embedder: Model | None) -> None:
+    """A budget is checked before every call in this process: local or batch executors only,
+    and every priced call bounded (`_check_bounded`)."""
+    if runner != "local" and runner != "batch" and getattr(runner, "name", None) != "batch":
+        # a budget is checked before every call; Ray workers make theirs on their own
+        raise ValueError("max_cost_usd: a budget needs executor='local' or 'batch' (each call is checked "
+                         "against it before it starts, in this process); Ray runs record and price every call but "
+                         "cannot stop at a budget")
+    _check_bounded(models, gen, judge, judge_gen, budget, embedder)
+
+
+def _network_tasks(allow_network: Any, chosen: list[str], known: list[str]) -> frozenset[str]:
+    """``allow_network`` (True, False/None, or task ids) as the chosen tasks that keep the network."""
+    if allow_network is True:
+        return frozenset(chosen)
+    if allow_network is False or allow_network is None:
+        return frozenset()
+    if isinstance(allow_network, str):
+        allow_network = [allow_network]
+    if not isinstance(allow_network, (list, tuple, set, frozenset)):
+        raise TypeError(f"allow_network must be True, False or a list of task ids, got {allow_network!r}")
+    unknown = sorted(set(allow_network) - set(known))
+    if unknown:
+        raise ValueError(f"allow_network: unknown task(s) {unknown}; the suite has {known}")
+    return frozenset(allow_network) & frozenset(chosen)
 
 
 def _check_variant_names(variants: list[str], labels: list[str]) -> None:
@@ -301,7 +339,7 @@ def _check_bounded(models: list[Model], gen: dict[str, Any], judge: Model | None
         warnings.warn(
             f"max_cost_usd={budget:g} is set but no model has a price (evalnb.Model(..., price={{'input': ..., "
             "'output': ...}}, USD per 1M tokens)): every call counts as 0 and the budget never stops the run",
-            UserWarning, stacklevel=4,
+            UserWarning, stacklevel=5,  # make_plan's caller's caller: the user's line
         )
 
 

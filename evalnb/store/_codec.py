@@ -292,28 +292,26 @@ class SampleEncoder:
         name = ""
         try:  # one pass over the sample's stored fields: this is the runner's hot path
             for (name, kind), value in zip(fields, values):
-                if kind == _TEXT:
-                    if value is not None:
-                        if type(value) is not str and not isinstance(value, str):
-                            raise TypeError(f"must be a string or None, got {type(value).__name__}")
-                        value = redact(value)
+                if value is None:  # every kind stores None as NULL (a third of a sample's fields)
+                    pass
+                elif kind == _TEXT:
+                    if type(value) is not str and not isinstance(value, str):
+                        raise TypeError(f"must be a string or None, got {type(value).__name__}")
+                    value = redact(value)
                 elif kind == _JSON:
-                    if value is not None:
-                        value = redact(to_json(value))
+                    value = redact(to_json(value))
                 elif kind == _KEY:
-                    if value is not None and type(value) is not str and not isinstance(value, str):
+                    if type(value) is not str and not isinstance(value, str):
                         raise TypeError(f"must be a string or None, got {type(value).__name__}")
                 elif kind == _PROMPT:
                     value = self._prompt_ref(value, texts)
                 elif kind == _ROW:
                     value = self._row_ref(row_key, value, texts)
                 elif kind == _FLOAT:
-                    if value is not None:
-                        value = float(value)
+                    value = float(value)
                 elif kind == _FLAG:
-                    if value is not None:
-                        value = 1 if value else 0
-                elif value is not None:  # _TIME
+                    value = 1 if value else 0
+                else:  # _TIME
                     value = int(value)
                 vals.append(value)
         except (TypeError, ValueError) as exc:

@@ -101,6 +101,13 @@ class StoreWriter:
         with self._encode_lock:
             self._enqueue(self._encoder.encode_many(samples, self.run_id, int(time.time())))
 
+    def put_output(self, output: Mapping[str, Any]) -> None:
+        """Queue one output-cache entry (`put_outputs` of one, without its lists: once per call)."""
+        op = encode_output(output, int(time.time()), self._redactor, self.run_id)
+        if op is not None:
+            with self._encode_lock:
+                self._enqueue([op])
+
     def put_outputs(self, outputs: Iterable[Mapping[str, Any]]) -> None:
         """Queue output-cache entries; entries carrying an `error` are skipped."""
         now = int(time.time())

@@ -109,8 +109,56 @@ def import_task(
     dataset_paths: Mapping[str, str] | None = None,
     limit_rows: int | None = None,
 ) -> dict[str, Any]:
-    """One lm-eval task config (includes merged, hooks as ``{"function": ref}``) -> an evalnb task."""
+    """One lm-eval task config (includes merged, hooks as ``{"function": ref}``) -> an evalnb task.
+
+    The steps: the config checked, the split and the shot count, the dataset, the few-shot
+    examples, the runtime the preprocess hook evaluates, the grader and metrics, the request shape."""
     where = f"lm-eval task {name!r}"
+    output_type = _checked_output_type(config, where)
+    count = _shot_count(config, num_fewshot, where)
+    test_split = config.get("test_split")
+    eval_split = test_split or config.get("validation_split")
+    if eval_split is None:
+        raise LmEvalImportError(f"{where}: neither test_split nor validation_split is set")
+    dataset = _dataset(config, eval_split, dataset_paths or {}, limit_rows)
+    runtime = _runtime(config, output_type)
+    task: dict[str, Any] = {
+        "id": _ID.sub("_", name),
+        "name": config.get("task_alias") or name,
+        "type": _TASK_TYPE[output_type],
+        "dataset": dataset,
+        "prompt_template": "{{lm_eval.prompt}}",
+        "target_template": "{{lm_eval.target}}",
+    }
+    _add_shots(task, runtime, config, count, test_split, dataset_paths or {}, where)
+    task["preprocess"] = {"type": "python", "contract": "batch", "source": _runtime_source(runtime, modules)}
+    task["grader"], task["metrics"], repeats = _scoring(config, output_type, name, modules, where)
+    if output_type in _LOGLIKELIHOOD:
+        task["loglikelihood"] = dict(_LOGLIKELIHOOD[output_type])
+    if output_type == "generate_until":
+        task["generation"] = _generation(config, where)
+    task["metadata"] = {"lm_eval_task": name, "lm_eval_output_type": output_type,
+                        "lm_eval_num_fewshot": count}
+    if repeats > 1:
+        task["metadata"]["lm_eval_repeats"] = repeats
+        warnings.warn(f"{where} has repeats: {repeats} (each doc answered {repeats} times); evalnb has no "
+                      f"per-task epochs: run it with evalnb.run(..., epochs={repeats}), or its grader reports "
+                      "that the items lack answers", stacklevel=2)
+    return task
+
+
+# each log-likelihood output type's request shape (the fields the preprocess hook fills)
+_LOGLIKELIHOOD: dict[str, dict[str, str]] = {
+    "multiple_choice": {"type": "multiple_choice", "continuations": "lm_eval.continuations",
+                        "contexts": "lm_eval.contexts"},
+    "loglikelihood": {"type": "loglikelihood", "continuations": "lm_eval.continuations"},
+    "loglikelihood_rolling": {"type": "loglikelihood_rolling"},
+}
+
+
+def _checked_output_type(config: dict[str, Any], where: str) -> str:
+    """The config's output type, after refusing what does not map (unsupported keys, a
+    multiple-input task that is not multiple_choice, no dataset, a process_results that is no hook)."""
     for key, what in _UNSUPPORTED.items():
         if config.get(key) is not None:
             raise LmEvalImportError(f"{where}: {key}: {what} do not map to evalnb")
@@ -126,30 +174,33 @@ def import_task(
     if config.get("process_results") is not None and not _is_hook(config["process_results"]):
         raise LmEvalImportError(f"{where}: process_results must be a !function hook "
                                 f"(found {config['process_results']!r})")
+    return output_type
 
+
+def _shot_count(config: dict[str, Any], num_fewshot: int | None, where: str) -> int:
+    """The caller's ``num_fewshot``, else the config's (0 when unset)."""
     count = num_fewshot if num_fewshot is not None else (config.get("num_fewshot") or 0)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise LmEvalImportError(f"{where}: num_fewshot must be a non-negative integer (found {count!r})")
-    fewshot_cfg = config.get("fewshot_config") or {}
-    test_split = config.get("test_split")
-    eval_split = test_split or config.get("validation_split")
-    if eval_split is None:
-        raise LmEvalImportError(f"{where}: neither test_split nor validation_split is set")
+    return count
 
-    dataset = _dataset(config, eval_split, dataset_paths or {}, limit_rows)
+
+def _runtime(config: dict[str, Any], output_type: str) -> dict[str, Any]:
+    """What the preprocess hook needs to build lm-eval's prompt, target and choices (no shots yet)."""
     runtime = {key: config.get(key) for key in ("doc_to_text", "doc_to_target", "doc_to_choice",
                                                   "gen_prefix", "process_docs")}
     runtime.update(output_type=output_type, description=config.get("description") or "",
                    target_delimiter=config.get("target_delimiter", " "),
                    fewshot_delimiter=config.get("fewshot_delimiter", "\n\n"))
-    task: dict[str, Any] = {
-        "id": _ID.sub("_", name),
-        "name": config.get("task_alias") or name,
-        "type": _TASK_TYPE[output_type],
-        "dataset": dataset,
-        "prompt_template": "{{lm_eval.prompt}}",
-        "target_template": "{{lm_eval.target}}",
-    }
+    return runtime
+
+
+def _add_shots(task: dict[str, Any], runtime: dict[str, Any], config: dict[str, Any], count: int,
+               test_split: str | None, paths: Mapping[str, str], where: str) -> None:
+    """The few-shot examples: written in the config (``inline_shots``, drawn by the hook) or
+    drawn from a split (the task's ``fewshot`` block); the description template when either
+    needs it."""
+    fewshot_cfg = config.get("fewshot_config") or {}
     inline = bool(count) and _inline_samples(config, fewshot_cfg)
     if runtime["description"] or inline:
         task["description"] = "{{lm_eval.description}}"
@@ -162,26 +213,7 @@ def import_task(
         runtime["inline_shots"] = {"samples": fewshot_cfg["samples"], "count": count, "sampler": sampler,
                                    "seed": FEWSHOT_SEED}
     elif count:
-        task["fewshot"] = _fewshot(config, fewshot_cfg, count, test_split, dataset, dataset_paths or {}, where)
-    task["preprocess"] = {"type": "python", "contract": "batch", "source": _runtime_source(runtime, modules)}
-    task["grader"], task["metrics"], repeats = _scoring(config, output_type, name, modules, where)
-    if output_type == "multiple_choice":
-        task["loglikelihood"] = {"type": "multiple_choice", "continuations": "lm_eval.continuations",
-                                 "contexts": "lm_eval.contexts"}
-    elif output_type == "loglikelihood":
-        task["loglikelihood"] = {"type": "loglikelihood", "continuations": "lm_eval.continuations"}
-    elif output_type == "loglikelihood_rolling":
-        task["loglikelihood"] = {"type": "loglikelihood_rolling"}
-    if output_type == "generate_until":
-        task["generation"] = _generation(config, where)
-    task["metadata"] = {"lm_eval_task": name, "lm_eval_output_type": output_type,
-                        "lm_eval_num_fewshot": count}
-    if repeats > 1:
-        task["metadata"]["lm_eval_repeats"] = repeats
-        warnings.warn(f"{where} has repeats: {repeats} (each doc answered {repeats} times); evalnb has no "
-                      f"per-task epochs: run it with evalnb.run(..., epochs={repeats}), or its grader reports "
-                      "that the items lack answers", stacklevel=2)
-    return task
+        task["fewshot"] = _fewshot(config, fewshot_cfg, count, test_split, task["dataset"], paths, where)
 
 
 def _scoring(config: dict[str, Any], output_type: str, name: str, modules: dict[str, str],
