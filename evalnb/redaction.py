@@ -107,17 +107,22 @@ class Redactor:
             text = _SHAPES.sub(REDACTED, text)
         return _SK.sub(REDACTED, text) if "sk-" in text else text
 
-    def value(self, obj: Any) -> Any:
-        """A copy of JSON-like `obj` with `text` applied to every string and credential-named keys' values masked."""
+    def value(self, obj: Any, keep: frozenset[str] = frozenset()) -> Any:
+        """A copy of JSON-like `obj` with `text` applied to every string and credential-named keys' values masked.
+
+        ``keep``: identifiers stored as written (a run's model labels and names, its task ids). A
+        short key such as "mock" would otherwise turn the label "mock-model" into
+        "[redacted]-model" in a run record while its samples keep "mock-model".
+        """
         if isinstance(obj, str):
-            return self.text(obj)
+            return obj if obj in keep else self.text(obj)
         if isinstance(obj, Mapping):
             return {
-                k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v is not None else self.value(v))
+                k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v is not None else self.value(v, keep))
                 for k, v in obj.items()
             }
         if isinstance(obj, (list, tuple)):
-            return [self.value(v) for v in obj]
+            return [self.value(v, keep) for v in obj]
         return obj
 
 

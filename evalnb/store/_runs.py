@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalnb.errors import EvalnbError
 from evalnb.store._codec import SAMPLE_STATUSES, from_json, to_json
-from evalnb.redaction import model_secrets
+from evalnb.redaction import Redactor, model_secrets
 from evalnb.store._keys import canonical_generation, canonical_json, run_signature, sanitize_models
 from evalnb.store._owner import current_owner, owner_alive
 from evalnb.store._scores import delete_run_scores
@@ -171,6 +171,14 @@ def check_metadata(metadata: Any) -> dict[str, Any]:
     return metadata
 
 
+def run_identifiers(models: Iterable[Mapping[str, Any]], task_ids: Iterable[str] | None = ()) -> frozenset[str]:
+    """A run's model labels and names and its task ids, which its samples hold as written: its
+    records keep them as written too, unless one is shaped like a key (then it is masked)."""
+    names = {str(m.get(k)) for m in models for k in ("label", "name") if m.get(k)} | set(task_ids or ())
+    shapes = Redactor()  # no known secrets: key shapes only
+    return frozenset(n for n in names if shapes.text(n) == n)
+
+
 def _owner_gone(pid: int | None, host: str | None, token: str | None, updated: int | None, me: Any) -> bool:
     """Has a run's recorded owner stopped? On this host by its pid; elsewhere by its heartbeat."""
     if host and host != me.host:
@@ -244,8 +252,8 @@ class RunRecords:
                 "owner_token, created_at, started_at, updated_at, epochs, name) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    run_id, suite_version, status, self._redactor.text(to_json(clean_models)), canonical_json(gen),
-                    None if tasks is None else self._redactor.text(to_json(tasks)), max_samples, concurrency,
+                    run_id, suite_version, status, to_json(self._scrub(clean_models, run_identifiers(clean_models, tasks))), canonical_json(gen),
+                    None if tasks is None else to_json(tasks), max_samples, concurrency,
                     self._scrub(judge_model), self._scrub(embedding_model), signature, to_json(meta), to_json(package_versions()), owner.pid,
                     owner.host, owner.token, now, now if status == "in_progress" else None, now, epochs, name,
                 ),
@@ -254,6 +262,17 @@ class RunRecords:
             with _ACTIVE_LOCK:
                 _ACTIVE_RUNS.add(run_id)
         return run_id
+
+    def _identifiers_of(self, run_id: str, conn: Any = None) -> frozenset[str]:
+        """`run_identifiers` of a stored run (its models column; task ids from its summary's plan)."""
+        sql = "SELECT models, task_ids, summary FROM runs WHERE run_id = ?"
+        row = conn.execute(sql, (run_id,)).fetchone() if conn is not None else next(iter(self._rows(sql, (run_id,))), None)
+        if row is None:
+            return frozenset()
+        summary = from_json(row[2]) or {}
+        tasks = [*(from_json(row[1]) or []), *(summary.get("planned") or {})]
+        models = [m for m in (from_json(row[0]) or []) if isinstance(m, Mapping)]
+        return run_identifiers(models, [t for t in tasks if isinstance(t, str)])
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         """Change a run's status, timestamps, error, metadata, summary or concurrency.
@@ -279,7 +298,8 @@ class RunRecords:
         if "metadata" in fields:
             sets["metadata"] = to_json(self._scrub(check_metadata(fields["metadata"])))
         if "summary" in fields:
-            sets["summary"] = None if fields["summary"] is None else to_json(self._scrub(fields["summary"]))
+            sets["summary"] = (None if fields["summary"] is None
+                               else to_json(self._scrub(fields["summary"], self._identifiers_of(run_id))))
         if "concurrency" in fields:
             sets["concurrency"] = check_concurrency(fields["concurrency"])
         if "name" in fields:
@@ -392,7 +412,9 @@ class RunRecords:
                 raise UnknownRunError(f"unknown run {run_id!r} (not in {self.path})")
             summary = from_json(row[0]) or {}
             summary["planned"] = {str(t): {str(m): int(n) for m, n in per.items()} for t, per in planned.items()}
-            conn.execute("UPDATE runs SET summary = ? WHERE run_id = ?", (self._redactor.text(to_json(summary)), run_id))
+            # planned's keys are task ids and model labels: stored as the samples hold them
+            conn.execute("UPDATE runs SET summary = ? WHERE run_id = ?",
+                         (to_json(self._scrub(summary, self._identifiers_of(run_id, conn))), run_id))
 
     def planned(self, run_id: str) -> dict[str, dict[str, int]] | None:
         """`set_planned`'s counts ({task: {model: n}}), or None for a run recorded before them."""

@@ -162,9 +162,10 @@ class Store(RunRecords, GradeReuse, PairwiseRecords):
         """Strings that must never be written: masked wherever they appear in anything stored."""
         self._redactor.add(*secrets)
 
-    def _scrub(self, value: Any) -> Any:
-        """Run records (arguments, metadata, summary, errors): masked like everything else."""
-        return self._redactor.value(value) if value else value
+    def _scrub(self, value: Any, keep: frozenset[str] = frozenset()) -> Any:
+        """Run records (arguments, metadata, summary, errors): masked like everything else, but
+        for the identifiers in ``keep`` (see `Redactor.value`)."""
+        return self._redactor.value(value, keep) if value else value
 
     def scrub(self, value: Any) -> Any:
         """``value`` with this store's secrets and anything shaped like a key masked: for text a
