@@ -380,6 +380,7 @@ class LocalModelServer:
         self._in_flight += 1
         if self._in_flight > self._max_in_flight:
             self._max_in_flight = self._in_flight
+        counted = True
         try:
             body, bad_json = None, False
             if req.body:
@@ -398,6 +399,10 @@ class LocalModelServer:
             if status is None:  # a dropped connection: no reply at all
                 return False
             ctype = "text/event-stream" if extra.pop("_sse", None) else extra.pop("_ctype", "application/json")
+            # Leave the count before the reply goes out: a client that has its answer must
+            # never see this request still in flight (the server runs in its own thread).
+            self._in_flight -= 1
+            counted = False
             writer.write(response_bytes(status, payload, content_type=ctype, headers=extra,
                                         keep_alive=req.keep_alive))
             if self.record:
@@ -406,7 +411,8 @@ class LocalModelServer:
                 await writer.drain()
             return req.keep_alive
         finally:
-            self._in_flight -= 1
+            if counted:
+                self._in_flight -= 1
 
     async def _reply(
         self, req: HttpRequest, body: Any, bad_json: bool, n: int
