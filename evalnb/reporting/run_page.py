@@ -179,7 +179,7 @@ def _verdicts(table: Any) -> str:
 
 
 def _pairwise(result: Any) -> str:
-    """The stored pairwise verdicts (newest judge): win rates per pair and the ranking; '' without any."""
+    """The stored pairwise verdicts (the judge set-up used last): win rates per pair and the ranking; '' without any."""
     try:
         frame = result.pairwise_judgements
     except Exception as exc:  # noqa: BLE001 - a run stored before pairwise judging has none

@@ -16,6 +16,12 @@ pair and sd(Δ) its standard deviation over the pairs. The scores then come from
 left once longer-is-better is taken out) and ``lc_win_rate`` is each candidate's average,
 over the others, of σ(θ_i − θ_j): its win rate had the outputs been the same length.
 
+A candidate with no judged pair (every one of its pairs an error: the judge's replies named no
+verdict) has no score: ``score``, ``ci_low``, ``ci_high`` NaN and ``rank`` <NA>, listed last, and
+``.attrs["note"]`` says so; when no pair at all has a verdict every score is NaN (as `win_rate`
+gives n=0 then) rather than a fit of nothing. Equal scores share a rank (the best place, as
+``rank(method="min")``): three candidates a judge cannot tell apart are all rank 1.
+
 Intervals: 95% percentile bootstrap over items (an item's judged pairs, every epoch, move
 together), `N_RESAMPLES` resamples, seed 0, each refitted from the full fit.
 """
@@ -122,6 +128,9 @@ def rank_table(pairs: pd.DataFrame, names: list[str], *, lengths: Any = None) ->
     pairs = pairs.reset_index(drop=True)
     if lengths is not None:
         lengths = np.asarray(lengths, float)
+    if pairs.empty:
+        table = _unscored(names, "no pair got a verdict (every judge reply was an error): no scores")
+        return table.assign(lc_win_rate=math.nan) if lengths is not None else table
     X, share, items = _design(pairs, names, lengths)
     k = len(names)
     n_items = int(items.max()) + 1 if len(items) else 0
@@ -154,9 +163,36 @@ def rank_table(pairs: pd.DataFrame, names: list[str], *, lengths: Any = None) ->
         if lengths is not None:
             others = [beta[i] - beta[j] for j in range(k) if j != i]
             rows[-1]["lc_win_rate"] = float(np.mean(1 / (1 + np.exp(-np.array(others))))) if others else math.nan
+    seen = set(pairs["a"]) | set(pairs["b"])
+    unjudged = [name for name in names if name not in seen]
+    for row in rows:
+        if row["model"] in unjudged:  # the prior alone holds its θ at 0: that is no score
+            row.update(score=math.nan, ci_low=math.nan, ci_high=math.nan)
     table = pd.DataFrame.from_records(rows)
-    table = table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
-    table.insert(4, "rank", range(1, len(table) + 1))
+    table = table.sort_values("score", ascending=False, kind="stable", na_position="last").reset_index(drop=True)
+    table.insert(4, "rank", _ranks(table["score"]))
     if lengths is not None:
         table.attrs["length_coef"] = float(beta[-1])
-    return table.astype({"wins": "int64", "losses": "int64", "ties": "int64", "rank": "int64"})
+    if unjudged:
+        table.attrs["note"] = f"no pair with a verdict for {', '.join(unjudged)}: no score"
+    return table.astype({"wins": "int64", "losses": "int64", "ties": "int64"})
+
+
+def _ranks(scores: pd.Series) -> Any:
+    """1 for the best score; equal scores (to a millionth of a point, what is left of a fit's
+    rounding) share the best place of their group; NaN scores have no rank (<NA>). ``int64`` when
+    every candidate is ranked, ``Int64`` otherwise."""
+    ranks = scores.round(6).rank(method="min", ascending=False)
+    return ranks.astype("int64") if ranks.notna().all() else ranks.astype("Int64")
+
+
+def _unscored(names: list[str], note: str) -> pd.DataFrame:
+    """The rank table when nothing can be fitted: every candidate listed, no score, no rank."""
+    import pandas as pd
+
+    table = pd.DataFrame({"model": list(names), "score": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                          "rank": pd.array([pd.NA] * len(names), dtype="Int64"), "wins": 0, "losses": 0, "ties": 0})
+    table = table.astype({"score": "float64", "ci_low": "float64", "ci_high": "float64",
+                          "wins": "int64", "losses": "int64", "ties": "int64"})
+    table.attrs["note"] = note
+    return table

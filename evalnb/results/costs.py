@@ -146,6 +146,15 @@ def _row(task: str, model: str, role: str, billed: str, calls: int, cached: int,
             "cost_usd": cost}
 
 
+def priced_usd(*costs: Iterable[Any]) -> float:
+    """USD of every priced call in ``costs`` (iterables of per-call USD, None/NaN when unpriced):
+    `RunResult.cost_usd`, which must not lose a row's priced calls to one unpriced call."""
+    import pandas as pd
+
+    return float(sum(pd.to_numeric(pd.Series(list(c), dtype="object"), errors="coerce").fillna(0.0).sum()
+                     for c in costs))
+
+
 def judge_cost_by_sample(calls: pd.DataFrame) -> dict[tuple[str, str, int, int], float]:
     """(task, model, sample_index, epoch) -> USD of that sample's grader calls (priced ones only)."""
     if not len(calls):
@@ -157,9 +166,12 @@ def judge_cost_by_sample(calls: pd.DataFrame) -> dict[tuple[str, str, int, int],
 
 def pairwise_costs_frame(calls: Iterable[Mapping[str, Any]], judges: Mapping[str, str],
                          order: list[str]) -> pd.DataFrame:
-    """`costs` rows of a run's pairwise judge calls (`Store.pairwise_calls`): one per (task_id, pair),
-    ``model`` the pair ("a vs b", in ``order``), ``role`` ``pairwise judge``, ``billed_model`` the
-    judge (``judges``: judge set-up digest -> judge model name)."""
+    """`costs` rows of a run's pairwise judge calls (`Store.pairwise_calls`): one per (task_id, pair,
+    judge), ``model`` the pair ("a vs b", in ``order``), ``role`` ``pairwise judge``, ``billed_model``
+    the judge (``judges``: judge set-up digest -> judge model name).
+
+    One row per judge, not per pair: a priced and an unpriced judge asked about the same pair
+    would otherwise share a row whose cost is unknown (NaN), hiding what the priced one cost."""
     import pandas as pd
 
     rank = {name: i for i, name in enumerate(order)}
@@ -176,9 +188,8 @@ def pairwise_costs_frame(calls: Iterable[Mapping[str, Any]], judges: Mapping[str
     frame = pd.DataFrame.from_records(rows)
     frame["cost_usd"] = pd.to_numeric(frame["cost_usd"], errors="coerce").astype("float64")
     out = []
-    for (task, pair), part in frame.groupby(["task_id", "model"], sort=False):
+    for (task, pair, billed), part in frame.groupby(["task_id", "model", "judge_model"], sort=False):
         made = ~part["cached"]
-        billed = ", ".join(dict.fromkeys(str(m) for m in part["judge_model"] if m))
         out.append(_row(task, pair, "pairwise judge", billed, int(made.sum()), int(part["cached"].sum()),
                         part["input_tokens"][made].fillna(0).sum(), part["cached_input"][made].sum(),
                         part["output_tokens"][made].fillna(0).sum(), part["cost_usd"], made))

@@ -36,6 +36,7 @@ class JudgeCosts:
         self._frames, self._lean, self._models = frames, lean, models
         self._calls: pd.DataFrame | None = None
         self._costs: pd.DataFrame | None = None
+        self._priced = 0.0  # USD of every priced call, whatever row it falls in (see cost_usd)
 
     @property
     def judge_calls(self) -> pd.DataFrame:
@@ -55,13 +56,15 @@ class JudgeCosts:
     @property
     def costs(self) -> pd.DataFrame:
         if self._costs is None:
-            from evalnb.results.costs import costs_frame
+            from evalnb.results.costs import costs_frame, priced_usd
 
             names = {m["label"]: m.get("name") or m["label"] for m in self._run.get("models") or []
                      if isinstance(m, Mapping)}
             frame, cached_input = self._frames()
             self._costs = costs_frame(frame, cached_input, self.judge_calls, names)
             pairwise = self._store.pairwise_calls(self._run_id) if self._store is not None else []
+            self._priced = priced_usd(frame["cost_usd"], self.judge_calls["cost_usd"],
+                                      [c.get("cost_usd") for c in pairwise])
             if pairwise:
                 import pandas as pd
 
@@ -78,7 +81,19 @@ class JudgeCosts:
 
     @property
     def cost_usd(self) -> float:
-        return float(self.costs["cost_usd"].fillna(0.0).sum())
+        """USD of the run's priced calls. A `costs` row is NaN as soon as one of its calls had no
+        price, so summing rows would drop its priced calls too; the total is summed call by call
+        instead, and a warning names the rows whose calls were (partly) not priced."""
+        costs = self.costs
+        unpriced = costs[costs["cost_usd"].isna() & (costs["calls"] > 0)]
+        if len(unpriced):
+            import warnings
+
+            names = ", ".join(dict.fromkeys(f"{r['billed_model'] or r['model']} ({r['role']})"
+                                            for r in unpriced.to_dict("records")))
+            warnings.warn(f"cost_usd counts priced calls only: {int(unpriced['calls'].sum())} call(s) "
+                          f"of {names} had no price and are not counted", stacklevel=3)
+        return self._priced
 
     def judge_agreement(self, labels: Any, *, metric: str) -> pd.DataFrame:
         """`agreement.judge_agreement` over the lean frame (keys, status, one column per metric)."""

@@ -84,7 +84,7 @@ class PairwiseJudging:
 
     # ---- what is stored -------------------------------------------------------------------
     def stored(self) -> tuple[dict[str, Any] | None, pd.DataFrame]:
-        """(the newest judge set-up, its judged pairs as a pairwise frame); (None, empty) without any."""
+        """(the judge set-up used last, its judged pairs as a pairwise frame); (None, empty) without any."""
         import pandas as pd
 
         empty = pd.DataFrame(columns=list(PAIRWISE_COLUMNS))

@@ -803,7 +803,8 @@ class RunResult:
 
     @property
     def cost_usd(self) -> float:
-        """USD the run's recorded calls cost, candidates and judges (calls without a price count 0)."""
+        """USD the run's recorded calls cost, candidates and judges: the priced calls summed, with a
+        warning naming the `costs` rows that hold calls without a price (they are not counted)."""
         return self._judging.cost_usd
 
     # ---- pairwise judging (`pairwise_views.PairwiseJudging`) ------------------------------------
@@ -857,7 +858,9 @@ class RunResult:
         ``models``: candidate names (default: every candidate, `candidates`: the run's models, or
         with prompt variants each "model · variant"). One row per candidate: model,
         score (Elo scale, averaging 1000), ci_low, ci_high (95% bootstrap over items), rank,
-        wins, losses, ties (over its judged pairs). ``length_control=True`` fits AlpacaEval 2's
+        wins, losses, ties (over its judged pairs). Equal scores share a rank; a candidate none of
+        whose pairs got a verdict has NaN scores and rank <NA>, with a warning and
+        ``.attrs["note"]`` (no verdict at all: every score NaN). ``length_control=True`` fits AlpacaEval 2's
         length term with the scores and adds ``lc_win_rate`` (its modelled win rate against the
         others at equal length; the length coefficient is in ``.attrs["length_coef"]``). See
         `evalnb.results.bradley_terry`.
@@ -880,11 +883,16 @@ class RunResult:
             frames.append(frame[keep])
             lengths.extend((both["out_a"].str.len() - both["out_b"].str.len())[keep].tolist())
         pairs = pd.concat(frames, ignore_index=True)
-        return rank_table(pairs, names, lengths=lengths if length_control else None)
+        table = rank_table(pairs, names, lengths=lengths if length_control else None)
+        if table.attrs.get("note"):  # a candidate (or all) without a verdict: say so, not only in attrs
+            import warnings
+
+            warnings.warn(f"rank: {table.attrs['note']}; see the errors in result.pairwise(...)", stacklevel=2)
+        return table
 
     @property
     def pairwise_judgements(self) -> pd.DataFrame:
-        """The stored pairwise verdicts of the newest judge set-up (a `pairwise` frame over every pair
+        """The stored pairwise verdicts of the judge set-up used last (a `pairwise` frame over every pair
         judged), without calling anyone; its set-up (judge model, template) is in ``.attrs["judge"]``."""
         judge, frame = self._pairwise.stored()
         frame.attrs["judge"] = judge

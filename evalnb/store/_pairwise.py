@@ -22,20 +22,30 @@ class PairwiseRecords:
     """`Store` methods for pairwise judgements (mixed into `Store`)."""
 
     def save_pairwise_judge(self, run_id: str, judge: str, judge_model: str, setup: Mapping[str, Any]) -> None:
-        """Remember a judge set-up (its model, template and generation) under its digest ``judge``."""
+        """Remember a judge set-up (its model, template and generation) under its digest ``judge``,
+        and that it is the one used last.
+
+        Called on every pairwise pass, also one the store answers whole. The row is written
+        again each time (``INSERT OR REPLACE`` gives it the table's next rowid; ``created_at``
+        keeps its first use), so rowid order is the order of last use: `pairwise_judges` ends with
+        the set-up used last, whether it is new or an older one used again. ``created_at`` has
+        whole seconds only, so it cannot order set-ups made in the same second.
+        """
         from evalnb.store._runs import _now
 
         with self._transaction() as conn:  # type: ignore[attr-defined]
             conn.execute(
-                "INSERT INTO pairwise_judges (run_id, judge, judge_model, setup, created_at) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (run_id, judge) DO NOTHING",
-                (run_id, judge, judge_model, to_json(self._scrub(dict(setup))), _now()))  # type: ignore[attr-defined]
+                "INSERT OR REPLACE INTO pairwise_judges (run_id, judge, judge_model, setup, created_at) "
+                "VALUES (?, ?, ?, ?, COALESCE((SELECT created_at FROM pairwise_judges WHERE run_id = ? AND judge = ?), ?))",
+                (run_id, judge, judge_model, to_json(self._scrub(dict(setup))),  # type: ignore[attr-defined]
+                 run_id, judge, _now()))
 
     def pairwise_judges(self, run_id: str) -> list[dict[str, Any]]:
-        """The judge set-ups of a run's pairwise judgements, oldest first."""
+        """The judge set-ups of a run's pairwise judgements, least recently used first: the last
+        one is the set-up used last (what the run page and `pairwise_judgements` show)."""
         rows = self._rows(  # type: ignore[attr-defined]
             "SELECT judge, judge_model, setup, created_at FROM pairwise_judges WHERE run_id = ? "
-            "ORDER BY created_at, judge", (run_id,))
+            "ORDER BY rowid", (run_id,))
         return [{"judge": j, "judge_model": m, "setup": from_json(s), "created_at": c} for j, m, s, c in rows]
 
     def write_pairwise_calls(self, run_id: str, judge: str, calls: Iterable[Mapping[str, Any]]) -> int:
