@@ -25,20 +25,22 @@ class PairwiseRecords:
         """Remember a judge set-up (its model, template and generation) under its digest ``judge``,
         and that it is the one used last.
 
-        Called on every pairwise pass, also one the store answers whole. The row is written
-        again each time (``INSERT OR REPLACE`` gives it the table's next rowid; ``created_at``
-        keeps its first use), so rowid order is the order of last use: `pairwise_judges` ends with
-        the set-up used last, whether it is new or an older one used again. ``created_at`` has
-        whole seconds only, so it cannot order set-ups made in the same second.
+        Called on every pairwise pass, also one the store answers whole. The first call keeps the
+        set-up and ``created_at``; each call moves the row to the end of the table (the next
+        rowid), so rowid order is the order of last use and `pairwise_judges` ends with the set-up
+        used last, whether it is new or an older one used again. ``created_at`` has whole seconds
+        only, so it cannot order set-ups made in the same second.
         """
         from evalnb.store._runs import _now
 
         with self._transaction() as conn:  # type: ignore[attr-defined]
             conn.execute(
-                "INSERT OR REPLACE INTO pairwise_judges (run_id, judge, judge_model, setup, created_at) "
-                "VALUES (?, ?, ?, ?, COALESCE((SELECT created_at FROM pairwise_judges WHERE run_id = ? AND judge = ?), ?))",
-                (run_id, judge, judge_model, to_json(self._scrub(dict(setup))),  # type: ignore[attr-defined]
-                 run_id, judge, _now()))
+                "INSERT INTO pairwise_judges (run_id, judge, judge_model, setup, created_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (run_id, judge) DO NOTHING",
+                (run_id, judge, judge_model, to_json(self._scrub(dict(setup))), _now()))  # type: ignore[attr-defined]
+            conn.execute(
+                "UPDATE pairwise_judges SET rowid = (SELECT MAX(rowid) + 1 FROM pairwise_judges) "
+                "WHERE run_id = ? AND judge = ? AND rowid < (SELECT MAX(rowid) FROM pairwise_judges)", (run_id, judge))
 
     def pairwise_judges(self, run_id: str) -> list[dict[str, Any]]:
         """The judge set-ups of a run's pairwise judgements, least recently used first: the last
