@@ -129,6 +129,15 @@ def test_markers_are_read_and_a_not_run_marker_needs_its_reason(tmp_path: Path):
         blocks(page, tmp_path)
 
 
+def test_a_fence_without_a_language_is_refused_not_skipped(tmp_path: Path):
+    page = tmp_path / "p.md"
+    page.write_text("Run it:\n\n```\nevalnb run suite.yaml\n```\n")
+    with pytest.raises(ValueError, match=r"p.md:3: a fence with no language"):
+        blocks(page, tmp_path)
+    page.write_text("```{toctree}\n:maxdepth: 1\n```\n\n```text\nplain\n```\n")  # directives name theirs
+    assert [b.lang for b in blocks(page, tmp_path)] == ["{toctree}", "text"]
+
+
 def test_the_quickstart_steps_each_show_their_output():
     """One cell per step, each ending in an expression, so pasted into Jupyter each shows something."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -9,7 +9,11 @@ line right above the opening fence):
 
 Python blocks run in one interpreter per page; bash blocks run with ``bash -eo pipefail`` in the
 same folder, between them; ``console`` blocks (``$ command`` lines followed by their output) run
-each command and compare what it printed with what the page shows. Other languages are shown only.
+each command and compare what it printed with what the page shows. Other languages are shown only,
+and so are MyST directives (```` ```{toctree} ````: the "language" is ``{toctree}``).
+
+Every fence must name its language: a bare ```` ``` ```` is refused (`blocks` raises), because a
+shell command in one would be neither run nor counted as not run: a silent gap in the checks.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RUN = ("python", "bash", "console")
-_FENCE = re.compile(r"^(`{3,})([\w+-]*)[^\n]*$")
+_FENCE = re.compile(r"^(`{3,})(\{[\w-]+\}|[\w+-]*)[^\n]*$")
 _MARKER = re.compile(r"^<!--\s*(not run|file)\s*:\s*(.*?)\s*-->\s*$")
 
 
@@ -52,6 +56,9 @@ def blocks(path: Path, root: Path) -> list[Block]:
         end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == fence), None)
         if end is None:
             raise ValueError(f"{page}:{i + 1}: the fence opened here is never closed")
+        if not lang:
+            raise ValueError(f"{page}:{i + 1}: a fence with no language: name it (```bash, ```text, ...) so "
+                             "the block is run or marked `<!-- not run: reason -->`, never skipped unseen")
         marker = _MARKER.match(lines[i - 1].strip()) if i > 0 else None
         kind, value = (marker.group(1), marker.group(2)) if marker else (None, None)
         if kind == "not run" and not value:
