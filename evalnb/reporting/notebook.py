@@ -7,6 +7,12 @@ figure that only carries its JSON (a user's own figure) the picture evalnb's fig
 one flag away, while notebooks and default reports carry no plotly.js), and freezing widgets: a widget output whose static face sits beside it is
 dropped, any other (a plain ipywidgets slider) is drawn as HTML from its saved state. The widget
 state is then removed, so the page loads no widget scripts. No cell tag is required.
+
+The ``lab`` template loads require.js and MathJax from cdnjs; both are dropped
+(`drop_network_scripts`), so the page makes no network request when opened: nothing of
+evalnb's needs them (pictures are SVG, widgets are frozen, an ``interactive`` page inlines
+plotly.js, which then does not register itself with require.js), and offline they would only
+fail to load. A notebook's LaTeX is then shown as written.
 """
 
 from __future__ import annotations
@@ -14,16 +20,20 @@ from __future__ import annotations
 import copy
 import html
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["execute_notebook", "freeze_widgets", "notebook_report", "notebook_report_html"]
+__all__ = ["drop_network_scripts", "execute_notebook", "freeze_widgets", "notebook_report", "notebook_report_html"]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 STATIC_FACE = "evalnb-static-face"
+# a <script src=...></script> or a <link href=...> that points off the page (http:, https: or //)
+_NETWORK_SCRIPT = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//[^>]*>\s*</script>\s*""", re.I)
+_NETWORK_LINK = re.compile(r"""<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?//[^>]*>\s*""", re.I)
 _BAR_COLOURS = {"success": "#22c55e", "info": "#38bdf8", "warning": "#f59e0b", "danger": "#ef4444", "": "#3b82f6"}
 
 
@@ -90,7 +100,13 @@ def notebook_report_html(nb: Any, *, title: str = "report", interactive: bool = 
     add_figure_faces(static, interactive=interactive)
     freeze_widgets(static)
     body, _ = HTMLExporter(template_name="lab").from_notebook_node(static, resources={"metadata": {"name": title}})
-    return body
+    return drop_network_scripts(body)
+
+
+def drop_network_scripts(page: str) -> str:
+    """``page`` without scripts and linked resources from other hosts (the template's require.js
+    and MathJax, a CDN script someone's output carried): a report must open offline as it is."""
+    return _NETWORK_LINK.sub("", _NETWORK_SCRIPT.sub("", page))
 
 
 def add_figure_faces(nb: Any, *, interactive: bool = False) -> int:

@@ -10,6 +10,7 @@ live chart and plotly.js is inlined exactly once.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -19,6 +20,12 @@ from evalnb.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 BANNER = "* plotly.js v"
+# what a browser would fetch from another host: a src= anywhere, a <link href=> (anchors are only links)
+_FETCHED = re.compile(r"""(?:\bsrc\s*=\s*["']?|<link\b[^>]*\bhref\s*=\s*["']?)(?:https?:)?//""", re.I)
+
+
+def _network_references(page: str) -> list[str]:
+    return [page[m.start():m.start() + 120] for m in _FETCHED.finditer(page)]
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -52,6 +59,8 @@ def test_report_executes_and_shows_every_output_without_widget_scripts(tmp_path,
     assert "threshold</span><code>7</code>" in page  # the plain slider, from its saved state
     assert page.count('class="evalnb-figure-svg"') == 1 and ">mine</text>" in page  # the user's figure, drawn
     assert BANNER not in page and "Plotly.newPlot" not in page and len(page) < 1_000_000  # pictures: no plotly.js
+    assert _network_references(page) == []  # the lab template's require.js and MathJax (cdnjs) are dropped
+    assert "<script src=" not in page
     assert not nbformat.read(source, as_version=4).cells[1].outputs  # the source notebook is left as it was
 
 
@@ -68,7 +77,21 @@ def test_report_of_a_saved_notebook_and_clear_errors(tmp_path, capsys):
     assert live.count(BANNER) == 1  # plotly.js inlined exactly once, however many charts
     assert live.count('<div class="evalnb-figure" id=') == pictures >= 1  # each figure: a live chart over its picture
     assert len(live) - len(page) > 3_000_000
+    assert _network_references(page) == [] and _network_references(live) == []
     assert cli(["report", str(tmp_path / "missing.ipynb")]) == 1
     assert "no notebook at" in capsys.readouterr().err
     assert cli(["report", str(saved), "--baseline", "latest"]) == 1
     assert "--baseline is for a run report" in capsys.readouterr().err
+
+
+def test_scripts_and_links_from_other_hosts_are_dropped_and_the_page_kept():
+    from evalnb.reporting.notebook import drop_network_scripts
+
+    page = ('<head><script src="https://cdnjs.example/require.min.js"></script>\n'
+            "<script src='//cdn.example/x.js' > </script><link rel=stylesheet href=https://fonts.example/a.css>"
+            '<script type="text/x-mathjax-config">init()</script><script>var local = 1;</script></head>'
+            '<body><a href="https://example.org/paper">the paper</a><script src="local.js"></script></body>')
+    kept = drop_network_scripts(page)
+    assert _network_references(page) and _network_references(kept) == []
+    assert kept == ('<head><script type="text/x-mathjax-config">init()</script><script>var local = 1;</script></head>'
+                    '<body><a href="https://example.org/paper">the paper</a><script src="local.js"></script></body>')
