@@ -36,6 +36,22 @@ def test_calls_round_trip_and_replace_by_key(tmp_path):
         assert store.pairwise_calls(run_id) == [] and store.pairwise_judges(run_id) == []
 
 
+def test_judge_set_ups_are_listed_in_order_of_last_use(tmp_path):
+    """Set-ups made in the same second (``created_at`` has whole seconds) keep the order they were
+    used in, and one used again moves to the end with its first record kept."""
+    with Store(tmp_path / "s.sqlite") as store:
+        run_id = _run(store)
+        for digest in ("ffff", "0000", "aaaa"):  # not in digest order
+            store.save_pairwise_judge(run_id, digest, f"judge-{digest}", {"template": digest})
+        assert [j["judge"] for j in store.pairwise_judges(run_id)] == ["ffff", "0000", "aaaa"]
+        store.save_pairwise_judge(run_id, "ffff", "renamed?", {"template": "changed?"})
+        judges = store.pairwise_judges(run_id)
+        assert [j["judge"] for j in judges] == ["0000", "aaaa", "ffff"]
+        assert (judges[-1]["judge_model"], judges[-1]["setup"]) == ("judge-ffff", {"template": "ffff"})
+        store.save_pairwise_judge(run_id, "ffff", "judge-ffff", {"template": "ffff"})  # already last: stays
+        assert [j["judge"] for j in store.pairwise_judges(run_id)] == ["0000", "aaaa", "ffff"]
+
+
 def test_a_key_in_a_judge_reply_is_masked(tmp_path):
     secret = "sk-" + "x" * 40
     with Store(tmp_path / "s.sqlite") as store:
