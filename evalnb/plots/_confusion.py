@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalnb.results.agreement import confusion_counts
 from evalnb.results.comparison import require_columns
-from evalnb.plots._style import by_candidate, esc, finish
+from evalnb.plots._style import esc, finish
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -31,12 +31,11 @@ def judge_confusion(agreement: pd.DataFrame, *, task_id: str | None = None, mode
     from plotly.subplots import make_subplots
 
     require_columns(agreement, ("task_id", "model", "n", "accuracy", "cohen_kappa", "confusion"), "judge_agreement")
-    table = by_candidate(agreement)  # a run with variants: one panel per "model · variant"
+    table = agreement
     if task_id is not None:
-        table = table[(agreement["task_id"] == task_id).to_numpy()]
-        agreement = agreement[agreement["task_id"] == task_id]
-    if model is not None:  # a model label (all its variants) or a candidate
-        table = table[(agreement["model"] == model).to_numpy() | (table["model"] == model).to_numpy()]
+        table = table[table["task_id"] == task_id]
+    if model is not None:
+        table = table[table["model"] == model]
     table = table[table["n"] > 0]
     if table.empty:
         raise ValueError("no labelled, judged answers to draw (check task_id / model, and that the labels' "
