@@ -189,7 +189,8 @@ def by_candidate(frame: pd.DataFrame) -> pd.DataFrame:
     from evalnb.suite.variants import candidate_label
 
     out = frame.copy()
-    out["model"] = [m if is_missing(v) else candidate_label(m, str(v)) for m, v in zip(out["model"], out.pop("variant"))]
+    variants = out.pop("variant")
+    out["model"] = [m if is_missing(v) else candidate_label(m, str(v)) for m, v in zip(out["model"], variants)]
     return out
 
 

@@ -233,7 +233,8 @@ class WidgetDisplay:
         self.reasons = make(w.HTML)
         self._warned = 0
         self._reasons = ""
-        self.panel = make(w.VBox, [make(w.HBox, [self.title, self.stop_button]), self.warnings, self.body, self.reasons])
+        head = make(w.HBox, [self.title, self.stop_button])
+        self.panel = make(w.VBox, [head, self.warnings, self.body, self.reasons])
         self.panel.add_class("evalnb-progress")
         self.update()
 
