@@ -6,7 +6,9 @@ of ``evalnb.results.comparison`` and ``RunResult.diff``, uses ``plotly_white``, 
 (``model_colors``, keyed by sorted model names) and is deterministic, so saved notebook outputs
 compare exactly under nbval. pandas and plotly are imported only when a figure is built. Each
 figure is an `evalnb.plots.Figure`: it displays with an offline chart and an SVG picture too, so
-exported notebooks show it (`as_figure(fig)` does the same for a figure of your own).
+exported notebooks show it (`as_figure(fig)` does the same for a figure of your own). Frames of a run
+with prompt variants (a non-empty ``variant`` column) are drawn by candidate, "model · variant",
+as `RunResult.compare` names them.
 """
 
 from __future__ import annotations

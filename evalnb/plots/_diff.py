@@ -8,6 +8,7 @@ from evalnb.results.comparison import require_columns
 from evalnb.plots._style import (
     BOTTOM_PX,
     TOP_PX,
+    by_candidate,
     category_axis,
     ci_errors,
     ci_text,
@@ -36,6 +37,7 @@ def diff_forest(diff_df: pd.DataFrame) -> go.Figure:
     import plotly.graph_objects as go
 
     require_columns(diff_df, DIFF_FOREST_COLUMNS, "diff")
+    diff_df = by_candidate(diff_df)  # a run with variants: one row and colour per "model · variant"
     if diff_df.empty:
         raise ValueError("diff table is empty: nothing to plot")
     records = diff_df.to_dict("records")

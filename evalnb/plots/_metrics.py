@@ -9,6 +9,7 @@ from evalnb.results.comparison import check_choice, check_unique, require_column
 from evalnb.plots._style import (
     ROW_PX,
     BOTTOM_PX,
+    by_candidate,
     TOP_PX,
     category_axis,
     ci_errors,
@@ -47,6 +48,7 @@ def metric_by_model(
     """
     import plotly.graph_objects as go
 
+    metrics = by_candidate(metrics)
     table = metric_rows(metrics, metric=metric, task_id=task_id)
     palette = resolve_colors(colors, metrics["model"])
     tasks = sorted(table["task_id"].unique().tolist(), key=str)
@@ -83,6 +85,7 @@ def per_task(
     colors: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """One panel per task (own x scale), models as rows: for tasks whose metrics differ."""
+    metrics = by_candidate(metrics)
     table = metric_rows(metrics, metric=metric, task_id=None)
     palette = resolve_colors(colors, metrics["model"])
     tasks = sorted(table["task_id"].unique().tolist(), key=str)
@@ -118,16 +121,22 @@ def compare(
     """The default comparison figure: metric by model with 95% CIs, per task when several.
 
     Tasks sharing one metric share an axis (``metric_by_model``); tasks with different metrics
-    get a panel each (``per_task``). It reads only the ``metrics`` table.
+    get a panel each (``per_task``). It reads only the ``metrics`` table. With a ``variant``
+    column each (model, variant) is a candidate, "model · variant"; ``models`` may name
+    candidates or model labels (all of that model's variants).
     """
     require_columns(metrics, METRIC_COLUMNS, "metrics")
-    palette = resolve_colors(colors, metrics["model"])  # from all models, before filtering
+    candidates = by_candidate(metrics)
+    palette = resolve_colors(colors, candidates["model"])  # from all models, before filtering
     if models is not None:
         wanted = [models] if isinstance(models, str) else list(models)
-        available = sorted(set(metrics["model"].dropna().tolist()), key=str)
+        available = sorted(set(candidates["model"].dropna().tolist()) | set(metrics["model"].dropna().tolist()),
+                           key=str)
         for model in wanted:
             check_choice(model, available, "model")
-        metrics = metrics[metrics["model"].isin(wanted)]
+        keep = metrics["model"].isin(wanted).to_numpy() | candidates["model"].isin(wanted).to_numpy()
+        candidates = candidates[keep]
+    metrics = candidates
     table = metric_rows(metrics, metric=metric, task_id=None)
     if table["metric"].nunique() > 1:
         fig = per_task(metrics, metric, colors=palette)

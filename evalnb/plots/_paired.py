@@ -16,6 +16,7 @@ from evalnb.plots._style import (
     is_missing,
     num,
     opt,
+    paired_candidates,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,13 +38,16 @@ def paired_forest(paired_df: pd.DataFrame) -> go.Figure:
     require_columns(paired_df, FOREST_COLUMNS, "paired")
     if paired_df.empty:
         raise ValueError("paired table is empty: nothing to plot")
+    paired_df = paired_candidates(paired_df)
+    pairs = {(str(r.get("model_a", "")), str(r.get("model_b", ""))) for r in paired_df.to_dict("records")}
+    several = len(pairs) > 1
     records = paired_df.to_dict("records")
     tasks = [r for r in records if r["task_id"] != ALL_TASKS]
     pooled = [r for r in records if r["task_id"] == ALL_TASKS]
     a = _one(paired_df, "model_a", "A")
     b = _one(paired_df, "model_b", "B")
     metric = _one(paired_df, "metric", "score")
-    labels = {id(r): _label(r) for r in records}
+    labels = {id(r): _label(r, several) for r in records}
 
     fig = go.Figure()
     for rows, name, color, symbol, size in (
@@ -61,7 +65,7 @@ def paired_forest(paired_df: pd.DataFrame) -> go.Figure:
                      "color": color, "thickness": 2.5 if rows is pooled else 1.5},
             text=[_p_text(r) for r in rows], textposition="top center", cliponaxis=False,
             textfont={"size": 11, "color": "#555555"},
-            hovertext=[_hover(r, a, b) for r in rows],
+            hovertext=[_hover(r, *((str(r["model_a"]), str(r["model_b"])) if several else (a, b))) for r in rows],
             hovertemplate="%{hovertext}<extra></extra>",
         ))
     for r in records:
@@ -77,7 +81,8 @@ def paired_forest(paired_df: pd.DataFrame) -> go.Figure:
         x_title=f"mean difference in {esc(metric)} ({esc(a)} − {esc(b)}), 95% bootstrap CI",
         y_title="task",
         height=len(order) * 48 + TOP_PX + BOTTOM_PX,
-        labels=[str(r["task_id"]) + " (n=0000)" for r in records],
+        labels=[str(r["task_id"]) + (f" · {r['model_a']} − {r['model_b']}" if several else "") + " (n=0000)"
+                for r in records],
         legend_title=None,
     )
 
@@ -90,11 +95,12 @@ def _one(frame: pd.DataFrame, column: str, default: str) -> str:
     return values[0] if len(values) == 1 else default
 
 
-def _label(row: dict[str, Any]) -> str:
+def _label(row: dict[str, Any], with_pair: bool) -> str:
     n = num(row["n_pairs"], "g")
+    pair = f" · {esc(row['model_a'])} − {esc(row['model_b'])}" if with_pair else ""
     if row["task_id"] == ALL_TASKS:
-        return f"<b>{ALL_TASKS}</b> (n={n})"
-    return f"{esc(row['task_id'])} (n={n})"
+        return f"<b>{ALL_TASKS}</b>{pair} (n={n})"
+    return f"{esc(row['task_id'])}{pair} (n={n})"
 
 
 def _p_text(row: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from evalnb.results.comparison import SCORE_COLUMNS, require_columns, select_met
 from evalnb.plots._style import (
     BOTTOM_PX,
     TOP_PX,
+    by_candidate,
     category_axis,
     ci_errors,
     ci_text,
@@ -40,6 +41,7 @@ def extraction_failures(samples: pd.DataFrame) -> go.Figure:
     import plotly.graph_objects as go
 
     require_columns(samples, ("task_id", "model", "status", "extracted_output"), "samples")
+    samples = by_candidate(samples)
     if samples.empty:
         raise ValueError("samples frame is empty: nothing to plot")
     counts = failure_counts(samples)
@@ -127,6 +129,7 @@ def _cost_vs_score(
 
     require_columns(samples, ("task_id", "model", "status", column), "samples")
     require_columns(scores, SCORE_COLUMNS, "scores")
+    samples, scores = by_candidate(samples), by_candidate(scores)
     chosen = select_metric_rows(scores, task_id=None, metric=metric, frame_name="scores")
     palette = resolve_colors(colors, list(samples["model"]) + list(scores["model"]))
     done = samples[samples["status"].astype(str) == "completed"]

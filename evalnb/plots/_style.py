@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
     import plotly.graph_objects as go
 
 # Tableau 10, then ten lighter / extra Tableau 20 colours: up to 20 models (a run's limit).
@@ -170,3 +171,52 @@ def stacked_rows(n_rows: list[int], titles: list[str], *, shared_x: bool = False
         vertical_spacing=(gap / total) if len(n_rows) > 1 else 0.0,
     )
     return fig, total + TOP_PX + BOTTOM_PX
+
+
+def by_candidate(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``model`` naming the candidate ("model · variant") when it has a non-empty
+    ``variant`` column, and that column dropped; unchanged for a run without variants.
+
+    A run with prompt variants has one row per (task, model, variant): keyed by model alone its
+    variants would collide (or merge into one trace). `RunResult.compare` names candidates the
+    same way, so a candidate keeps one label and colour in every figure.
+    """
+    columns = getattr(frame, "columns", ())  # not a DataFrame: require_columns says so
+    if "variant" not in columns or "model" not in columns:
+        return frame
+    if not any(not is_missing(v) and str(v) != "" for v in frame["variant"]):
+        return frame
+    from evalnb.suite.variants import candidate_label
+
+    out = frame.copy()
+    variants = out.pop("variant")
+    out["model"] = [m if is_missing(v) else candidate_label(m, str(v)) for m, v in zip(out["model"], variants)]
+    return out
+
+
+def paired_candidates(frame: pd.DataFrame) -> pd.DataFrame:
+    """A paired table with ``model_a``/``model_b`` naming each row's two candidates.
+
+    `RunResult.paired` of two variants gives ``model``, ``variant_a``, ``variant_b``; `paired_all`
+    of a run with variants mixes those rows with model pairs under a ``variant``. Each becomes
+    "model · variant" on both sides; a table of plain model pairs is returned unchanged.
+    """
+    from evalnb.suite.variants import candidate_label
+
+    def text(row: Mapping[str, Any], key: str) -> str:
+        value = row.get(key)
+        return "" if value is None or is_missing(value) else str(value)
+
+    if not {"variant", "variant_a"} & set(getattr(frame, "columns", ())):
+        return frame
+    a, b = [], []
+    for row in frame.to_dict("records"):
+        if text(row, "variant_a"):
+            a.append(candidate_label(text(row, "model"), text(row, "variant_a")))
+            b.append(candidate_label(text(row, "model"), text(row, "variant_b")))
+        else:
+            a.append(candidate_label(text(row, "model_a"), text(row, "variant")))
+            b.append(candidate_label(text(row, "model_b"), text(row, "variant")))
+    out = frame.drop(columns=[c for c in ("variant", "model", "variant_a", "variant_b") if c in frame.columns])
+    out = out.assign(model_a=a, model_b=b)
+    return out

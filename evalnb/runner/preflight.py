@@ -116,7 +116,9 @@ def estimate(
     max_cost_usd, max_cost_usd_batch, max_judge_calls), ``.calls``, ``.input_tokens``,
     ``.max_cost_usd``, ``.max_cost_usd_batch`` and ``.summary()``. ``items`` (task id -> Items already built, e.g. by the preview) skips
     building them again. ``variants`` as in `evalnb.run`: one row per (task, model, variant),
-    with a ``variant`` column (each variant's own prompts are counted).
+    with a ``variant`` column (each variant's own prompts are counted; a request that an earlier
+    variant of the run already sends, e.g. a variant that changes nothing, is counted once, as the
+    run sends it once: `runner.twins`).
     """
     import pandas as pd
 
@@ -131,17 +133,23 @@ def estimate(
     max_out = gen.get("max_output_tokens")
     instructions = estimate_tokens(gen.get("instructions")) if isinstance(gen.get("instructions"), str) else 0
     rows, notes = [], []
+    twins = _Twins(plan) if plan.variants is not None else None
     for task_id in plan.task_ids:
         built = (items or {}).get(task_id)
         if built is None:
             built = suite.items(task_id, limit=plan.max_samples)
         elif plan.max_samples is not None:
             built = built[: plan.max_samples]
-        tokens = sum(estimate_tokens(item.prompt) + instructions for item in built) * plan.epochs
-        calls = len(built) * plan.epochs
-        judges = _judge_calls(suite.task(task_id), calls)
-        likely = _likely_judge_calls(suite.task(task_id), calls) if judges else 0
+        per_item = [estimate_tokens(item.prompt) + instructions for item in built]
+        samples = len(built) * plan.epochs
+        judges = _judge_calls(suite.task(task_id), samples)  # every sample is graded, twins too
+        likely = _likely_judge_calls(suite.task(task_id), samples) if judges else 0
         for model in plan.models:
+            if twins is None:
+                calls, tokens = samples, sum(per_item) * plan.epochs
+            else:  # a request an earlier (task, variant) of the run sends is not sent again
+                sent = twins.new(task_id, model.label, built, plan.epochs)
+                calls, tokens = len(sent), sum(per_item[i] for i in sent)
             bound = batched = math.nan
             if model.price is not None and max_out is not None:
                 bound = worst_case_cost(tokens, max_out * calls, model.price)
@@ -195,3 +203,37 @@ def _likely_judge_calls(task: Any, calls: int) -> int | None:
     sites = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute) and node.func.attr in _MODEL_CALLS)
     return sites * calls if sites else None
+
+
+class _Twins:
+    """The request keys a run with variants sends, as its planner keys them (`item_planner`):
+    the same model, generation and prompt in two (task, variant) slots is one call."""
+
+    def __init__(self, plan: Any) -> None:
+        from evalnb.store import request_key_function
+        from evalnb.suite.task_generation import merged_generation
+
+        self._plan, self._claimed = plan, set()
+        self._keys = {}
+        for task in plan.suite.tasks:
+            gen = plan.generation
+            if getattr(task, "generation", None) is not None:
+                gen = merged_generation(gen, task.generation)
+            for m in plan.models:
+                self._keys[(task.id, m.label)] = request_key_function(m.name, m.base_url, m.api, gen)
+
+    def new(self, task_id: str, label: str, items: Sequence[Any], epochs: int) -> list[int]:
+        """The positions in ``items`` (one per epoch) of the calls not made already, claiming them."""
+        from evalnb.runner.item_planner import key_text
+        from evalnb.store import epoch_request_key
+
+        keyer = self._keys[(task_id, label)]
+        sent = []
+        for epoch in range(epochs):
+            for i, item in enumerate(items):
+                key = keyer(key_text(item))
+                key = epoch_request_key(key, epoch) if epoch else key
+                if key not in self._claimed:
+                    self._claimed.add(key)
+                    sent.append(i)
+        return sent

@@ -220,18 +220,21 @@ class WidgetDisplay:
     def __init__(self, progress: RunProgress, on_stop: Callable[[], None] | None = None):
         import ipywidgets as w
 
+        from evalnb.widgets.shared import make
+
         self.progress = progress
-        self._w = w
-        self.title = w.HTML()
-        self.stop_button = w.Button(description="Stop", button_style="warning", icon="stop")
+        self._w, self._make = w, make
+        self.title = make(w.HTML)
+        self.stop_button = make(w.Button, description="Stop", button_style="warning", icon="stop")
         self.stop_button.on_click(lambda _b: self._stop(on_stop))
         self.rows: dict[str, tuple[Any, Any]] = {}
-        self.body = w.VBox()
-        self.warnings = w.HTML()
-        self.reasons = w.HTML()
+        self.body = make(w.VBox)
+        self.warnings = make(w.HTML)
+        self.reasons = make(w.HTML)
         self._warned = 0
         self._reasons = ""
-        self.panel = w.VBox([w.HBox([self.title, self.stop_button]), self.warnings, self.body, self.reasons])
+        head = make(w.HBox, [self.title, self.stop_button])
+        self.panel = make(w.VBox, [head, self.warnings, self.body, self.reasons])
         self.panel.add_class("evalnb-progress")
         self.update()
 
@@ -247,13 +250,11 @@ class WidgetDisplay:
     def _row(self, label: str) -> tuple[Any, Any]:
         row = self.rows.get(label)
         if row is None:
-            bar = self._w.IntProgress(
-                min=0, max=1, description=label[:40], bar_style="info",
-                style={"description_width": "initial"},
-            )
-            text = self._w.HTML()
+            bar = self._make(self._w.IntProgress, min=0, max=1, description=label[:40], bar_style="info",
+                             style={"description_width": "initial"})
+            text = self._make(self._w.HTML)
             row = self.rows[label] = (bar, text)
-            self.body.children = tuple(self._w.HBox(list(r)) for r in self.rows.values())
+            self.body.children = (*self.body.children, self._make(self._w.HBox, [bar, text]))
         return row
 
     def update(self, final: bool = False) -> None:

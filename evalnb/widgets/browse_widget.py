@@ -289,15 +289,17 @@ class BrowseWidget:
     def _build(self) -> None:
         import ipywidgets as w
 
+        from evalnb.widgets.shared import make
+
         options = [(f"{name} ({self.counts[name]})", name) for name in self.filters]
-        self.filter_select = w.Dropdown(options=options, value=self.filter, description="show")
-        self.prev_button = w.Button(description="Previous", icon="arrow-left")
-        self.next_button = w.Button(description="Next", icon="arrow-right")
-        self.slider = w.IntSlider(min=0, max=0, value=0, description="page", continuous_update=False)
-        self.title_html, self.page_html = w.HTML(), w.HTML()
-        nav = w.HBox([self.filter_select, self.prev_button, self.slider, self.next_button])
-        self.widget = w.VBox([w.HTML(self.intro), nav, self.title_html, self.page_html] if self.intro
-                             else [nav, self.title_html, self.page_html])
+        self.filter_select = make(w.Dropdown, options=options, value=self.filter, description="show")
+        self.prev_button = make(w.Button, description="Previous", icon="arrow-left")
+        self.next_button = make(w.Button, description="Next", icon="arrow-right")
+        self.slider = make(w.IntSlider, min=0, max=0, value=0, description="page", continuous_update=False)
+        self.title_html, self.page_html = make(w.HTML), make(w.HTML)
+        nav = make(w.HBox, [self.filter_select, self.prev_button, self.slider, self.next_button])
+        self.widget = make(w.VBox, [make(w.HTML, self.intro), nav, self.title_html, self.page_html] if self.intro
+                           else [nav, self.title_html, self.page_html])
         self.filter_select.observe(self._on_filter, names="value")
         self.slider.observe(self._on_slider, names="value")
         self.prev_button.on_click(lambda _: (self.prev(), self._update_face()))

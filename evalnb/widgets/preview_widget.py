@@ -325,25 +325,27 @@ class PreviewWidget:
     def _build(self) -> None:
         import ipywidgets as w
 
+        from evalnb.widgets.shared import layout, make
+
         tasks = [(t.id if not t.name else f"{t.id} \u2014 {t.name}", t.id) for t in self.suite.tasks]
-        self.task_select = w.Dropdown(options=tasks, value=self.task_id, description="task")
-        self.prev_button = w.Button(description="Previous", icon="arrow-left")
-        self.next_button = w.Button(description="Next", icon="arrow-right")
-        self.slider = w.IntSlider(min=0, max=0, value=0, description="item", continuous_update=False)
-        self.jump = w.BoundedIntText(min=0, max=0, value=0, description="jump to",
-                                     layout=w.Layout(width="160px"))  # fmt: skip
-        self.title_html, self.prompt_html, self.row_html = w.HTML(), w.HTML(), w.HTML()
-        self.request_html, self.target_html, self.outputs_html = w.HTML(), w.HTML(), w.HTML()
-        self.result_html, self.estimate_html = w.HTML(), w.HTML()
-        self.output_box = w.Textarea(placeholder="Type a model output, e.g. 'Answer: B'",
-                                     description="Try an output", style={"description_width": "initial"},
-                                     layout=w.Layout(width="100%"))  # fmt: skip
-        self.score_button = w.Button(description="Score", button_style="primary")
-        tabs = w.Tab(children=[self.prompt_html, self.request_html, self.row_html, self.estimate_html],
-                     titles=["Prompt", "Request payload", "Dataset row", "Estimate"])  # fmt: skip
-        nav = w.HBox([self.task_select, self.prev_button, self.slider, self.next_button, self.jump])
-        trial = w.VBox([self.output_box, self.score_button, self.result_html])
-        self.widget = w.VBox([nav, self.title_html, tabs, self.target_html, self.outputs_html, trial])
+        self.task_select = make(w.Dropdown, options=tasks, value=self.task_id, description="task")
+        self.prev_button = make(w.Button, description="Previous", icon="arrow-left")
+        self.next_button = make(w.Button, description="Next", icon="arrow-right")
+        self.slider = make(w.IntSlider, min=0, max=0, value=0, description="item", continuous_update=False)
+        self.jump = make(w.BoundedIntText, min=0, max=0, value=0, description="jump to",
+                         layout=layout(width="160px"))  # fmt: skip
+        self.title_html, self.prompt_html, self.row_html = make(w.HTML), make(w.HTML), make(w.HTML)
+        self.request_html, self.target_html, self.outputs_html = make(w.HTML), make(w.HTML), make(w.HTML)
+        self.result_html, self.estimate_html = make(w.HTML), make(w.HTML)
+        self.output_box = make(w.Textarea, placeholder="Type a model output, e.g. 'Answer: B'",
+                               description="Try an output", style={"description_width": "initial"},
+                               layout=layout(width="100%"))  # fmt: skip
+        self.score_button = make(w.Button, description="Score", button_style="primary")
+        tabs = make(w.Tab, children=[self.prompt_html, self.request_html, self.row_html, self.estimate_html],
+                    titles=["Prompt", "Request payload", "Dataset row", "Estimate"])  # fmt: skip
+        nav = make(w.HBox, [self.task_select, self.prev_button, self.slider, self.next_button, self.jump])
+        trial = make(w.VBox, [self.output_box, self.score_button, self.result_html])
+        self.widget = make(w.VBox, [nav, self.title_html, tabs, self.target_html, self.outputs_html, trial])
 
         self.task_select.observe(self._on_task, names="value")
         self.slider.observe(self._on_index, names="value")

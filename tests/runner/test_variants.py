@@ -179,6 +179,18 @@ def test_estimate_counts_every_variant(suite, server):
     assert server.request_count == 0
 
 
+def test_estimate_counts_a_no_change_variant_once_as_the_run_sends_it(suite, server):
+    """plain: {}, same: {"generation": {}} (asks exactly what plain asks), defined: its own prompt."""
+    variants = {"plain": {}, "same": {"generation": {}}, "defined": {"prompt_template": DEFINED}}
+    estimate = evalnb.estimate(suite, _models(server), variants=variants)
+    by = estimate.table.set_index(["model", "variant"])["calls"]
+    assert by[("strong", "plain")] == by[("strong", "defined")] == N_ROWS
+    assert by[("strong", "same")] == by[("weak", "same")] == 0  # plain's calls answer it
+    assert estimate.table.set_index(["model", "variant"]).loc[("weak", "same"), "input_tokens"] == 0
+    evalnb.run(suite, _models(server), variants=variants, progress=False)
+    assert estimate.calls == server.request_count == 2 * 2 * N_ROWS
+
+
 def test_batch_executor_runs_variants_like_a_local_run(suite, server, monkeypatch):
     monkeypatch.setenv("EVALNB_BATCH_POLL_S", "0.05")
     batch = evalnb.run(suite, _models(server), variants=VARIANTS, progress=False, executor="batch", reuse=False)
