@@ -156,7 +156,7 @@ class WorkerProcess:
             raise SandboxError(f"the sandbox worker failed to start: {exc.reason}{worker.stderr_note()}") from None
         worker.isolation = message[2]
         if not worker.isolation.get("filesystem"):
-            worker.scratch_bytes = int(scratch_mb) * 1024 * 1024
+            worker.scratch_bytes = (int(scratch_mb) if scratch_mb and scratch_mb > 0 else 512) * 1024 * 1024  # no usable size: the default
             worker.isolation["scratch_folder"] = workdir
         return worker
 
