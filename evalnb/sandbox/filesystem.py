@@ -12,7 +12,8 @@ this worker sees and that is gone with it. Nothing else exists: not your home, t
 folder, the store, other runs, nor any socket file. A folder put on ``sys.path`` by a ``.pth``
 file (an editable install: ``pip install -e .``, hatchling, poetry) or named by an editable
 finder is a project folder, with its ``.env``, ``.git``, notebooks and data: of it only the
-package folders and ``*.py`` modules are kept (`import_roots`).
+package folders (with ``__init__``) and modules are kept, searched for in folders without
+``__init__`` (namespace packages), symlinks only inside the folder (`import_roots`).
 
 How (``pivot``), as bubblewrap and nsjail do it: in the worker's private mount namespace a
 tmpfs becomes the new root; each needed folder is bind-mounted into it and remounted
@@ -81,18 +82,57 @@ def _inside(path: str, folders: list[str]) -> bool:
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def _is_module(entry: os.DirEntry) -> bool:
-    """A package folder (identifier name with Python files in it) or a module file beside them."""
-    name = entry.name
-    if name.startswith("."):
-        return False
+_MODULE_SUFFIXES = (".py", ".so", ".pyd")
+_NAMESPACE_DEPTH = 4  # how deep folders without __init__.py are searched for modules
+
+
+def _is_package(folder: str) -> bool:
+    """A regular package: a folder with an ``__init__`` module (kept whole, its data included)."""
     try:
-        if entry.is_dir():
-            return name.isidentifier() and any(n.endswith(".py") for n in os.listdir(entry.path))
+        return any(n.split(".", 1)[0] == "__init__" and n.endswith(_MODULE_SUFFIXES) for n in os.listdir(folder))
     except OSError:
         return False
-    stem = name.split(".", 1)[0]
-    return stem.isidentifier() and (name.endswith(".py") or name.endswith((".so", ".pyd")))
+
+
+def _modules_in(folder: str, entry_root: str, depth: int = 0) -> list[str]:
+    """What Python can import from ``folder`` (a ``sys.path`` entry or a namespace folder in it).
+
+    Kept: module files (``*.py``, ``*.so``, ``*.pyd`` with an identifier name) and regular
+    packages (an identifier-named folder holding ``__init__``), whole. A folder without
+    ``__init__`` may be a namespace package (PEP 420: ``acme/`` holding ``acme/tools/``), but it
+    is as often ``data/`` with a ``prep.py`` or ``notebooks/`` with a ``helpers.py``: it is
+    searched (``_NAMESPACE_DEPTH`` levels) and only the modules and packages in it are kept, so
+    ``import data.prep`` and ``import acme.tools`` work while ``data/rows.csv`` and the
+    notebooks stay out. A symlink is followed only when its target stays inside the entry and
+    is itself a module or package by its own name (``pkg -> src/pkg``); ``dotenv.py -> .env``
+    or ``home -> ~`` are left out. Names starting with a dot (``.env``, ``.git``) never count.
+    """
+    kept: list[str] = []
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:
+        return kept
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        path = entry.path
+        if entry.is_symlink():
+            path = os.path.realpath(path)
+            if not _inside(path, [entry_root]) or os.path.basename(path).startswith("."):
+                continue
+        name = os.path.basename(path)
+        if os.path.isdir(path):
+            if not name.isidentifier() or not entry.name.isidentifier():
+                continue
+            if _is_package(path):
+                kept.append(path)
+            elif depth < _NAMESPACE_DEPTH:
+                kept += _modules_in(path, entry_root, depth + 1)
+        elif os.path.isfile(path) and name.endswith(_MODULE_SUFFIXES) and entry.name.endswith(_MODULE_SUFFIXES):
+            if name.split(".", 1)[0].isidentifier() and entry.name.split(".", 1)[0].isidentifier():
+                kept.append(path)
+    return kept
 
 
 def _editable_mappings(site_dirs: list[str]) -> list[str]:
@@ -119,8 +159,8 @@ def _editable_mappings(site_dirs: list[str]) -> list[str]:
 
 def import_roots(entries: list[str]) -> list[str]:
     """The paths to keep for ``sys.path`` entries: the interpreter's own folders whole; of any
-    other folder (one a ``.pth`` file added, e.g. an editable project) only its package
-    folders and module files; plus what editable finders map names to."""
+    other folder (one a ``.pth`` file added, e.g. an editable project) only what can be
+    imported from it (`_modules_in`); plus what editable finders map names to."""
     standard = _standard_dirs()
     kept: list[str] = []
     for entry in entries:
@@ -128,11 +168,7 @@ def import_roots(entries: list[str]) -> list[str]:
         if _inside(real, standard) or not os.path.isdir(real):
             kept.append(entry)  # the interpreter's own, or a zip/egg file
             continue
-        try:
-            with os.scandir(real) as listing:
-                kept += [e.path for e in listing if _is_module(e)]
-        except OSError:
-            continue
+        kept += _modules_in(real, real)
     kept += _editable_mappings([p for p in standard if os.path.isdir(p)])
     return kept
 

@@ -31,8 +31,17 @@ def scrubbed_env(workdir: str) -> dict[str, str]:
     return env
 
 
-def apply_rlimits(memory_mb: int | None, file_mb: int | None, *, threads: int | None = None) -> dict[str, int | None]:
-    """Cap address space, file size, core dumps and (``threads``) tasks; soft = hard, so they stay.
+DESCRIPTORS = 256
+"""RLIMIT_NOFILE of a worker. Each descriptor can hold kernel memory no other cap counts (a
+socketpair's queued data: a grader held 1.5 GB through 20,000 of them); with buffer sizes left
+at their defaults (the filter refuses SO_SNDBUF, SO_RCVBUF and F_SETPIPE_SZ) and descriptors in
+flight over a unix socket counted against this limit too, 256 of them hold tens of MB at most.
+The worker needs a handful (its protocol pipes, stderr, a grader's files or sqlite)."""
+
+
+def apply_rlimits(memory_mb: int | None, file_mb: int | None, *, threads: int | None = None,
+                  descriptors: int | None = DESCRIPTORS) -> dict[str, int | None]:  # fmt: skip
+    """Cap address space, file size, open files, core dumps and (``threads``) tasks; soft = hard, so they stay.
 
     ``threads`` is RLIMIT_NPROC, which counts the threads of the worker's uid in its user
     namespace: give it only when the worker has a user namespace of its own (elsewhere it
@@ -51,9 +60,11 @@ def apply_rlimits(memory_mb: int | None, file_mb: int | None, *, threads: int | 
     if file_mb:
         cap(resource.RLIMIT_FSIZE, file_mb * 1024 * 1024)
     cap(resource.RLIMIT_CORE, 0)
+    if descriptors:
+        cap(resource.RLIMIT_NOFILE, descriptors)
     if threads:
         cap(resource.RLIMIT_NPROC, threads)
-    return {"memory_mb": memory_mb, "file_mb": file_mb, "threads": threads}
+    return {"memory_mb": memory_mb, "file_mb": file_mb, "threads": threads, "descriptors": descriptors}
 
 
 class ProcessCreationBlocked(PermissionError):
@@ -136,3 +147,35 @@ def explain_refused_calls(*, fallback: bool) -> list[str]:
                 setattr(os, name, refuse(f"os.{name}", why))
                 patched.append(f"os.{name}")
     return patched
+
+
+_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
+
+
+def keep_read_capabilities_only() -> bool:
+    """Without a user namespace of its own a root worker keeps root's capabilities: drop all but
+    the two that let it read the paths it keeps as it reads them now (``CAP_DAC_OVERRIDE``,
+    ``CAP_DAC_READ_SEARCH``). Why: ``CAP_SYS_RESOURCE`` lifts the kernel's count of descriptors
+    in flight over a unix socket (a grader held 1.5 GB in socketpairs it had sent to itself and
+    closed, past RLIMIT_NOFILE) and the pipe size cap; ``CAP_SYS_ADMIN``, ``CAP_NET_ADMIN``,
+    ``CAP_FOWNER`` and the rest have nothing to do in a grader. Must run before the filter, which
+    refuses ``capset``. True when the effective and permitted sets hold nothing else (and the
+    inheritable one, so the ambient set, nothing at all).
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    keep = (1 << _CAP_DAC_OVERRIDE) | (1 << _CAP_DAC_READ_SEARCH)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    current = (ctypes.c_uint32 * 6)()
+    capget, capset = (125, 126) if os.uname().machine.lower() in ("x86_64", "amd64") else (90, 91)
+    if libc.syscall(capget, ctypes.byref(header), ctypes.byref(current)) != 0:
+        return False
+    wanted = (ctypes.c_uint32 * 6)(current[0] & keep, current[1] & keep, 0, 0, 0, 0)
+    if libc.syscall(capset, ctypes.byref(header), ctypes.byref(wanted)) != 0:
+        return False
+    after = (ctypes.c_uint32 * 6)()
+    if libc.syscall(capget, ctypes.byref(header), ctypes.byref(after)) != 0:
+        return False
+    return after[0] & ~keep == 0 and after[1] & ~keep == 0 and not any(after[2:])

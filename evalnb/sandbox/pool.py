@@ -122,8 +122,10 @@ class SandboxPool:
     their own PID, mount and IPC namespaces; ``network=False`` (the default) also gives them a
     network namespace with no network in it. ``filesystem`` (default: on unless
     ``EVALNB_SANDBOX_FILESYSTEM=0``) gives each worker a root of its own: read-only what Python
-    needs and a private ``/tmp``, ``HOME`` and ``/dev/shm`` of ``scratch_mb``. ``max_threads``
-    caps a worker's threads, ``max_result_mb`` what one call returns (scores, judge, log). See
+    needs and a private ``/tmp``, ``HOME`` and ``/dev/shm`` of ``scratch_mb`` (without
+    namespaces: a folder the parent counts, see ``scratch.py``). ``max_threads`` caps a worker's
+    threads, ``max_files`` its open descriptors (each can hold socket buffers no other cap
+    counts), ``max_result_mb`` what one call returns (scores, judge, log). See
     ``isolation.py`` for what holds where.
     """
 
@@ -140,6 +142,7 @@ class SandboxPool:
         filesystem: bool | None = None,
         scratch_mb: int = 512,
         max_threads: int | None = 256,
+        max_files: int | None = 256,
         max_result_mb: float = 16,
     ) -> None:
         size = (os.cpu_count() or 1) if size is None else size
@@ -162,6 +165,7 @@ class SandboxPool:
         self._filesystem = filesystem_wanted() if filesystem is None else filesystem
         self.scratch_mb = scratch_mb
         self.max_threads = max_threads
+        self.max_files = max_files
         self.max_result_bytes = int(max_result_mb * 1024 * 1024)
         self.workers_started = 0
         self.isolation: dict[str, Any] | None = None
@@ -355,7 +359,8 @@ class SandboxPool:
             worker = WorkerProcess.start(memory_mb=self.memory_mb, file_mb=self.file_mb, seccomp=self._seccomp,
                                          namespaces=self._namespaces, network=self.network,
                                          filesystem=self._filesystem, scratch_mb=self.scratch_mb,
-                                         max_threads=self.max_threads, max_result_bytes=self.max_result_bytes)
+                                         max_threads=self.max_threads, max_files=self.max_files,
+                                         max_result_bytes=self.max_result_bytes)
         except BaseException:
             with shared.changed:
                 shared.starting -= 1

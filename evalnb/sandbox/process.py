@@ -21,7 +21,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import protocol
+from . import protocol, scratch
 from .limits import scrubbed_env
 
 WORKER_SCRIPT = str(Path(__file__).with_name("worker.py"))
@@ -52,8 +52,8 @@ class Cancelled(Exception):
 def sweep_stale_workdirs() -> list[str]:
     """Remove worker temp folders whose owning process is gone (it was killed before cleanup)."""
     removed = []
-    root = Path(tempfile.gettempdir())
-    for path in root.glob(f"{WORKDIR_PREFIX}*-*"):
+    roots = {Path(tempfile.gettempdir()), Path(scratch.workdir_base())}
+    for path in (p for root in roots for p in root.glob(f"{WORKDIR_PREFIX}*-*")):
         owner = path.name[len(WORKDIR_PREFIX) :].split("-", 1)[0]
         if not owner.isdigit() or int(owner) == os.getpid():
             continue
@@ -79,6 +79,8 @@ class WorkerProcess:
         self.pid = proc.pid
         self.workdir = workdir
         self.isolation: dict = {}
+        self.scratch_bytes: int | None = None  # counted by the parent (no root of its own): see scratch.py
+        self._scratch_checked = 0.0
         self._read_fd = proc.stdout.fileno()  # type: ignore[union-attr]
         self._write_fd = proc.stdin.fileno()  # type: ignore[union-attr]
         os.set_blocking(self._write_fd, False)
@@ -103,6 +105,7 @@ class WorkerProcess:
         filesystem: bool = True,
         scratch_mb: int = 512,
         max_threads: int | None = 256,
+        max_files: int | None = 256,
         max_result_bytes: int | None = None,
     ) -> WorkerProcess:
         """Start a worker in a fresh temp folder and wait for its "ready" frame.
@@ -111,13 +114,14 @@ class WorkerProcess:
         keep the machine's network (otherwise its network namespace has none); ``filesystem``:
         give it a root of its own (``filesystem.py``, or ``landlock.py`` without namespaces)
         with ``scratch_mb`` of private ``/tmp``; ``max_threads``: its threads at most (where it
-        has a user namespace of its own); ``max_result_bytes``: what one call may return.
+        has a user namespace of its own); ``max_files``: its open descriptors at most (see
+        ``limits.DESCRIPTORS``; None: the parent's limit); ``max_result_bytes``: what one call may return.
         """
         global _swept
         if not _swept:
             _swept = True
             sweep_stale_workdirs()
-        workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
+        workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=scratch.workdir_base())
         with tempfile.TemporaryFile() as slot_file:  # unlinked: only the two mappings remain
             slot_file.truncate(protocol.SLOT_BYTES)
             slot = mmap.mmap(slot_file.fileno(), protocol.SLOT_BYTES)
@@ -125,7 +129,7 @@ class WorkerProcess:
             config = {"parent_pid": os.getpid(), "memory_mb": memory_mb, "file_mb": file_mb,
                       "seccomp": seccomp, "namespaces": namespaces, "network": network,
                       "slot_fd": slot_fd, "workdir": workdir, "filesystem": filesystem, "scratch_mb": scratch_mb,
-                      "max_threads": max_threads, "max_result_bytes": max_result_bytes}  # fmt: skip
+                      "max_threads": max_threads, "max_files": max_files, "max_result_bytes": max_result_bytes}  # fmt: skip
             argv = [sys.executable, "-I", WORKER_SCRIPT, json.dumps(config)]
 
             def spawn() -> subprocess.Popen:
@@ -151,6 +155,9 @@ class WorkerProcess:
 
             raise SandboxError(f"the sandbox worker failed to start: {exc.reason}{worker.stderr_note()}") from None
         worker.isolation = message[2]
+        if not worker.isolation.get("filesystem"):
+            worker.scratch_bytes = (int(scratch_mb) if scratch_mb and scratch_mb > 0 else 512) * 1024 * 1024  # no usable size: the default
+            worker.isolation["scratch_folder"] = workdir
         return worker
 
     def progress(self) -> tuple[int, int]:
@@ -190,6 +197,8 @@ class WorkerProcess:
 
     def _wait(self, fd: int, *, writable: bool, deadline: float, cancel: threading.Event | None) -> None:
         while True:
+            if self.scratch_bytes is not None:
+                self._check_scratch()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise WorkerGone("deadline")  # the caller turns this into a timeout message
@@ -200,6 +209,17 @@ class WorkerProcess:
             ready = select.select([], [fd], [], wait)[1] if writable else select.select([fd], [], [], wait)[0]
             if ready:
                 return
+
+    def _check_scratch(self) -> None:
+        """Kill a worker whose folder holds more than its scratch cap (at most every CHECK_SECONDS)."""
+        now = time.monotonic()
+        if now - self._scratch_checked < scratch.CHECK_SECONDS:
+            return
+        self._scratch_checked = now
+        held = scratch.usage(self.workdir, stop_above=self.scratch_bytes)
+        if held > self.scratch_bytes:  # type: ignore[operator]
+            self._lost(f"the worker's scratch folder held more than its {self.scratch_bytes // 2**20} MB cap "  # type: ignore[operator]
+                       "(scratch_mb; without namespaces the parent counts it); the worker was killed")
 
     def _lost(self, reason: str) -> None:
         self.kill()

@@ -24,9 +24,9 @@ def sandbox_isolation(*, network: bool = False) -> dict[str, Any]:
     "yours" (every file your user can read); ``uid`` (the uid user code runs as, outside
     its namespaces); ``sockets``: "none", "inet only" (a task opted into the network) or "any"
     (no filter); ``seccomp`` (the kernel filter: no new processes, no reaching into others);
-    ``limits`` (address space, file size and scratch caps in MB, threads, what one call may
-    return in bytes); ``python_guards``; ``problems`` (why something is missing) and ``raw``
-    (the worker's own report).
+    ``limits`` (address space, file size and scratch caps in MB, threads, open descriptors,
+    what one call may return in bytes); ``python_guards``; ``problems`` (why something is
+    missing) and ``raw`` (the worker's own report).
     """
     with SandboxPool(1, network=network) as pool:
         (uid,) = pool.run_sync(_UID, [[None]])

@@ -472,7 +472,8 @@ def main(argv: list[str]) -> None:
     STATE.memory_mb = config.get("memory_mb")
     STATE.max_result_bytes = int(config.get("max_result_bytes") or MAX_RESULT_BYTES)
     threads = config.get("max_threads") if isolation.get("own_user_namespace") else None
-    isolation["rlimits"] = limits.apply_rlimits(config.get("memory_mb"), config.get("file_mb"), threads=threads)
+    isolation["rlimits"] = limits.apply_rlimits(config.get("memory_mb"), config.get("file_mb"), threads=threads,
+                                                descriptors=config.get("max_files", limits.DESCRIPTORS))
     if own_root is not None and not isolation.get("filesystem"):
         # no root of its own (no namespaces, or building it failed): Landlock, where the kernel has it
         isolation.update(landlock.restrict(read_only=namespaces.fs.read_only_paths(network=network),
@@ -480,6 +481,8 @@ def main(argv: list[str]) -> None:
     fallback = not isolation.get("own_user_namespace")
     isolation["python_guards"] = bool(limits.block_process_apis())
     if config.get("seccomp", True):
+        if fallback and sys.platform.startswith("linux"):  # with the filter: it refuses capset after
+            isolation["read_capabilities_only"] = limits.keep_read_capabilities_only()
         limits.explain_refused_calls(fallback=fallback)
         reason = seccomp.install(network=network, fallback=fallback)
     else:

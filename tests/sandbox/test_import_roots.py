@@ -148,3 +148,84 @@ def test_control_without_the_own_root_the_dotenv_is_read(installed, user):
     out = _attack(installed, filesystem=False, user=user)
     seen = out["value"]["judge"]
     assert seen[f"{installed['projects'][0]}/.env"] == f"OPENAI_API_KEY={installed['secret']}\n"
+
+
+LOOSE_GRADER = r'''
+import os
+
+def grade(sample, item):
+    import loose_pkg, data.prep, notebooks.helpers
+    seen = {"imports": [loose_pkg.VALUE, data.prep.VALUE, notebooks.helpers.VALUE]}
+    project = item["projects"][0]
+    for name in ("data/rows.csv", "notebooks/analysis.ipynb", "dotenv.py", ".env", "home/.netrc", "netrc.py"):
+        try:
+            seen[name] = open(os.path.join(project, name)).read()
+        except OSError as exc:
+            seen[name] = type(exc).__name__
+    return {"scores": {"score": 1}, "judge": seen}
+'''
+
+
+@pytest.fixture
+def loose(tmp_path_factory):
+    """A .pth project whose folders without __init__.py hold a module beside secrets, and
+    symlinks named like modules that point at its .env and at a home folder outside it."""
+    base = Path(f"/tmp/evalnb-roots-{secrets.token_hex(4)}")
+    base.mkdir()
+    secret = "sk-loose-" + secrets.token_hex(12)
+    project, home = base / "project", base / "home"
+    (project / "loose_pkg").mkdir(parents=True)
+    (project / "loose_pkg" / "__init__.py").write_text("VALUE = 'loose_pkg'\n")
+    (project / "data").mkdir()
+    (project / "data" / "prep.py").write_text("VALUE = 'prep'\n")
+    (project / "data" / "rows.csv").write_text(f"q,a\n{secret},1\n")
+    (project / "notebooks").mkdir()
+    (project / "notebooks" / "helpers.py").write_text("VALUE = 'helpers'\n")
+    (project / "notebooks" / "analysis.ipynb").write_text(json.dumps({"cells": [{"source": secret}]}))
+    (project / ".env").write_text(f"OPENAI_API_KEY={secret}\n")
+    home.mkdir()
+    (home / ".netrc").write_text(f"machine api password {secret}\n")
+    (home / "scratch.py").write_text("")
+    os.symlink(project / ".env", project / "dotenv.py")
+    os.symlink(home / ".netrc", project / "netrc.py")
+    os.symlink(home, project / "home")
+    venv = base / "venv"
+    subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    (site,) = venv.glob("lib/python3*/site-packages")
+    (site / "_loose.pth").write_text(f"{project}\n")
+    lib = base / "lib"
+    shutil.copytree(Path(evalnb.__file__).parent, lib / "evalnb", ignore=shutil.ignore_patterns("__pycache__"))
+    _open_to_all(base)
+    yield {"python": str(venv / "bin" / "python"), "lib": str(lib), "projects": [str(project)], "secret": secret}
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _attack_with(installed: dict, grader: str, *, filesystem: bool, user: int | None) -> dict:
+    done = subprocess.run([installed["python"], "-c", CALLER, grader, json.dumps(installed["projects"]),
+                           "on" if filesystem else "off"],
+                          env={"PATH": os.defpath, "PYTHONPATH": installed["lib"]}, cwd="/", user=user, group=user,
+                          extra_groups=[] if user is not None else None, capture_output=True, text=True,
+                          timeout=180)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_folders_without_init_and_symlinks_bring_no_secret_into_view(loose, user):
+    """``data/`` and ``notebooks/`` hold a module each (importable: namespace packages) but only
+    the modules are in view; ``dotenv.py -> .env``, ``netrc.py`` and ``home`` lead nowhere."""
+    out = _attack_with(loose, LOOSE_GRADER, filesystem=True, user=user)
+    assert out["error"] is None, out["error"]
+    seen = out["value"]["judge"]
+    assert seen["imports"] == ["loose_pkg", "prep", "helpers"]
+    assert loose["secret"] not in json.dumps(out), seen
+    assert all(v in ("FileNotFoundError", "PermissionError") for k, v in seen.items() if k != "imports"), seen
+    assert not any(".env" in p or "/home" in p or p.endswith(("/data", "/notebooks")) for p in out["isolation"]["read_only"])
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_control_without_the_own_root_the_folders_and_symlinks_are_read(loose, user):
+    out = _attack_with(loose, LOOSE_GRADER, filesystem=False, user=user)
+    seen = out["value"]["judge"]
+    assert all(loose["secret"] in seen[k] for k in ("data/rows.csv", "notebooks/analysis.ipynb", "dotenv.py",
+                                                    "home/.netrc", "netrc.py")), seen  # fmt: skip

@@ -40,7 +40,7 @@ def test_on_this_machine_workers_are_confined():
     report = evalnb.sandbox_isolation()
     assert report["namespaces"] and report["network"] == "none" and report["seccomp"], report
     assert report["capabilities"] == "none" and report["problems"] == {}
-    assert report["limits"] == {"memory_mb": 2048, "file_mb": 1024, "threads": 256, "scratch_mb": 512,
+    assert report["limits"] == {"memory_mb": 2048, "file_mb": 1024, "threads": 256, "descriptors": 256, "scratch_mb": 512,
                                 "result_bytes": 16 * 1024 * 1024}
     assert report["files"] == "own root" and report["sockets"] == "none" and report["uid"] != 0
     assert not any(path == os.getcwd() or os.getcwd().startswith(path + "/") for path in report["read_only"])

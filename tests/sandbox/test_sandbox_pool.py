@@ -173,7 +173,7 @@ def test_environment_is_scrubbed_and_cwd_is_a_fresh_temp_folder(monkeypatch):
 
 def test_isolation_report_and_kernel_filter(pool):
     pool.run_sync(job(), [[1]])
-    assert pool.isolation["rlimits"] == {"memory_mb": 2048, "file_mb": 1024, "threads": 256}
+    assert pool.isolation["rlimits"] == {"memory_mb": 2048, "file_mb": 1024, "threads": 256, "descriptors": 256}
     if os.uname().machine in ("x86_64", "aarch64"):
         assert pool.isolation["seccomp"] is True, pool.isolation
     source = """
