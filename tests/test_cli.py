@@ -331,7 +331,7 @@ def test_each_model_may_set_its_own_api_and_label_to_compare_one_models_two_endp
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("m,api=completions", "api must be responses or chat, got 'completions'"),
+    ("m,api=completion", "api must be responses, chat or completions, got 'completion'"),
     ("m,lable=x", "'lable=x' is not one of api=..., label=..., base_url=..., api_key_env=..."),
     ("m@http://127.0.0.1:9/v1,base_url=http://127.0.0.1:8/v1", "give the base URL once"),
     ("m,label=a,label=b", "label= is given twice"),
