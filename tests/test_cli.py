@@ -140,7 +140,7 @@ def test_python_dash_m_evalnb_runs_the_cli(monkeypatch, capsys):
     "args",
     [[], ["validate"], ["bogus"], ["preview", "x.json", "--index", "-1"], ["preview", "x.json", "--limit", "0"],
      ["run", "x.json"], ["run", "x.json", "--model", "m", "--concurrency", "0"],
-     ["run", "x.json", "--model", "m", "--api", "completions"], ["run", "x.json", "--model", "m", "--generation", "{"],
+     ["run", "x.json", "--model", "m", "--api", "completion"], ["run", "x.json", "--model", "m", "--generation", "{"],
      ["run", "x.json", "--model", "m", "--generation", "[1, 2]"], ["export", "r", "--format", "xlsx"]],
 )
 def test_usage_errors_exit_2(args, capsys):
