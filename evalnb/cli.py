@@ -134,11 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     _allow_paths_flag(p)
     p.add_argument("--model", action="append", required=True, metavar="NAME[@BASE_URL][,api=chat][,label=X]",
                    help="candidate model (repeat for several); without @BASE_URL: OpenAI. Options after commas "
-                        "are this model's own: api=chat|responses, label=X (its name in the results), "
+                        "are this model's own: api=chat|responses|completions, label=X (its name in the results), "
                         "base_url=URL, api_key_env=VAR")
-    p.add_argument("--api", choices=("responses", "chat"),
+    p.add_argument("--api", choices=MODEL_APIS,
                    help="API of the models that set no api= of their own (default: responses, as evalnb.Model); "
-                        "use chat for servers without the Responses API")
+                        "use chat for servers without the Responses API, completions to score choices by "
+                        "log-likelihood (imported lm-eval multiple-choice and perplexity tasks)")
     p.add_argument("--concurrency", type=_positive, default=4, help="model calls in flight (1-25, default 4)")
     p.add_argument("--max-samples", type=_positive, help="at most N items per task")
     p.add_argument("--epochs", type=_positive, default=1, metavar="K",
@@ -582,6 +583,9 @@ def _finish(outcome: tuple[RunResult, BaseException | None], args: argparse.Name
 
 
 MODEL_OPTIONS = ("api", "label", "base_url", "api_key_env")  # NAME[@URL],key=value,... (see _model)
+# The APIs evalnb.Model takes: the CLI accepts each, so a log-likelihood task (api="completions")
+# runs from the command line as from Python.
+MODEL_APIS = ("responses", "chat", "completions")  # evalnb.providers.model.APIS, not imported: `evalnb --help` stays light
 
 
 def _model(spec: str, args: argparse.Namespace, what: str) -> Model:
@@ -621,8 +625,9 @@ def _model_and_globals(spec: str, args: argparse.Namespace, what: str) -> tuple[
     elif "@" not in head and getattr(args, "base_url", None):
         head = f"{head}@{args.base_url}"
         taken.add("base_url")
-    if options.get("api") not in (None, "responses", "chat"):
-        raise CliError(f"--{what.replace('_', '-')} {spec}: api must be responses or chat, got {options['api']!r}")
+    if options.get("api") not in (None, *MODEL_APIS):
+        raise CliError(f"--{what.replace('_', '-')} {spec}: api must be responses, chat or completions, "
+                       f"got {options['api']!r}")
     model = as_model(head, what, bare=True)
     changes: dict[str, Any] = {}
     api = options.get("api") or args.api

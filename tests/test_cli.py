@@ -140,7 +140,7 @@ def test_python_dash_m_evalnb_runs_the_cli(monkeypatch, capsys):
     "args",
     [[], ["validate"], ["bogus"], ["preview", "x.json", "--index", "-1"], ["preview", "x.json", "--limit", "0"],
      ["run", "x.json"], ["run", "x.json", "--model", "m", "--concurrency", "0"],
-     ["run", "x.json", "--model", "m", "--api", "completions"], ["run", "x.json", "--model", "m", "--generation", "{"],
+     ["run", "x.json", "--model", "m", "--api", "completion"], ["run", "x.json", "--model", "m", "--generation", "{"],
      ["run", "x.json", "--model", "m", "--generation", "[1, 2]"], ["export", "r", "--format", "xlsx"]],
 )
 def test_usage_errors_exit_2(args, capsys):
@@ -331,7 +331,7 @@ def test_each_model_may_set_its_own_api_and_label_to_compare_one_models_two_endp
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("m,api=completions", "api must be responses or chat, got 'completions'"),
+    ("m,api=completion", "api must be responses, chat or completions, got 'completion'"),
     ("m,lable=x", "'lable=x' is not one of api=..., label=..., base_url=..., api_key_env=..."),
     ("m@http://127.0.0.1:9/v1,base_url=http://127.0.0.1:8/v1", "give the base URL once"),
     ("m,label=a,label=b", "label= is given twice"),

@@ -272,8 +272,25 @@ def docs_of(rows):
     dataset = datasets.Dataset.from_list(list(rows))
     hook = CONFIG.get("process_docs")
     if hook is not None:
+        _seed_as_lm_eval()
         dataset = _function(hook["function"])(dataset)
     return dataset
+
+
+def _seed_as_lm_eval():
+    """Seed the global generators as ``lm_eval.evaluator.simple_evaluate`` does before it builds
+    tasks (``random.seed(0)``, then ``numpy.random.seed(1234)``; torch is not seeded here), so
+    a ``process_docs`` that shuffles (leaderboard_gpqa_*, gpqa) gives lm-eval's prompts and gold,
+    and the same ones on every run. Each task starts from the seed, as a task run alone by
+    lm-eval does (several tasks in one lm-eval run share one stream)."""
+    import random
+
+    random.seed(0)
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - datasets needs numpy
+        return
+    numpy.random.seed(1234)
 
 
 def process_docs(rows):

@@ -27,7 +27,7 @@ def declared_ids(task: "Task") -> list[str]:
 def problems(task: "Task") -> list[tuple[str, str]]:
     """``(field, message)`` for each name mismatch visible in the manifest; [] when they line up.
 
-    Only a task that declares ``metrics`` can disagree with itself; a ``metric_id`` left at its
+    Only a task that declares ``metrics`` can disagree with itself; a ``metric_id`` at its
     default is not reported (a grader returning ``{"scores": ...}`` never uses it).
     """
     if not task.metrics:
@@ -35,7 +35,7 @@ def problems(task: "Task") -> list[tuple[str, str]]:
     declared = declared_ids(task)
     grader = task.grader
     out: list[tuple[str, str]] = []
-    if "metric_id" in grader.model_fields_set and grader.metric_id not in declared:
+    if _names_metric_id(grader) and grader.metric_id not in declared:
         out.append(("grader", f"metric_id {grader.metric_id!r} is not among metrics ({_listed(declared)}); "
                               f"scores stored under it are not counted{_did_you_mean(grader.metric_id, declared)}"))
     for name, line in _literal_score_names(grader.source or ""):
@@ -56,7 +56,19 @@ def counts_nothing(task: "Task") -> bool:
     literal = {name for name, _ in _literal_score_names(task.grader.source or "")}
     if literal:
         return not literal & declared
-    return "metric_id" in task.grader.model_fields_set and task.grader.metric_id not in declared
+    return _names_metric_id(task.grader) and task.grader.metric_id not in declared
+
+
+def _names_metric_id(grader) -> bool:
+    """Whether the grader names a ``metric_id`` other than the field's default.
+
+    Judged by value, not by pydantic's ``model_fields_set``: ``to_dict()`` writes every default
+    out, so ``from_dict(to_dict(s))`` would read the default back as set and refuse a suite that
+    ran before its round trip (an lm-eval import written to YAML). A check must be a function of
+    the manifest's content. The cost: an explicit ``metric_id: score`` beside other metrics is
+    left to the run's warning about undeclared scores."""
+    default = type(grader).model_fields["metric_id"].default
+    return grader.metric_id != default
 
 
 def undeclared_message(task_id: str, names: list[str], declared: list[str]) -> str:
