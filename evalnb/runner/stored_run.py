@@ -48,8 +48,8 @@ def stored_models(record: dict[str, Any], options: dict[str, Any], *, foreign: b
                 f"run {record['run_id']} was not recorded by your evalnb (its model records are not signed by "
                 f"your key, {_key_hint()}): a resume would send requests, and your keys, where the store says: "
                 f"{lines}. Pass the models yourself (resume(..., models=[...], judge_model=..., "
-                "embedding_model=..., executor=...)), or trust_stored_models=True (CLI: --models-from-store) if you trust "
-                "who wrote this store")
+                "embedding_model=..., executor=...); CLI: evalnb resume --model NAME@URL,api_key_env=VAR ...), "
+                "or trust_stored_models=True (CLI: --models-from-store) if you trust who wrote this store")
         for role in ("judge_model", "embedding_model"):  # the stored ones are gone: never rebuilt unvouched
             if given[role] is None:
                 options[role] = None

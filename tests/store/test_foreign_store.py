@@ -259,3 +259,20 @@ def test_a_received_runs_ray_cluster_address_counts_as_an_endpoint(sent, mine):
     resumed = evalnb.resume(run_id, store=store, models=[_model(mine)], executor="local", max_cost_usd=None,
                             progress=False)
     assert resumed.status == "completed" and mine.request_count > 0
+
+
+def test_the_cli_resumes_a_received_run_with_the_models_the_receiver_passes(sent, listener, mine, capsys):
+    """``evalnb resume --model`` (the per-model form of ``evalnb run``): the receiver's own server
+    gets the calls with the receiver's key; the sender's listener hears nothing."""
+    from evalnb.cli import main
+
+    _, store, run_id = sent
+    spec = f"m@{mine.base_url},api=chat,api_key_env=OPENAI_API_KEY"
+    assert main(["resume", run_id, "--store", str(store), "--no-progress", "--model", spec,
+                 "--price", "m=1000,2000", "--max-cost-usd", "100"]) == 0
+    assert "completed" in capsys.readouterr().out
+    assert mine.request_count > 0
+    assert {r.headers.get("authorization") for r in mine.requests} == {f"Bearer {RECEIVER_KEY}"}
+    assert _heard(listener) == 0
+    with Store(store) as opened:
+        assert opened.get_run(run_id)["status"] == "completed"
