@@ -1096,8 +1096,8 @@ def _stored_baseline(baseline: Any, store: Any) -> RunResult:
     if isinstance(baseline, RunResult):
         return baseline
     if not isinstance(baseline, str):
-        raise TypeError(f"diff() needs the baseline as a RunResult or a run id (with store= the .sqlite file it "
-                        f"is in), got {type(baseline).__name__}")
+        raise TypeError(f"diff() needs the baseline RunResult (e.g. evalnb.load_run(run_id)) or a run id "
+                        f"(with store= the .sqlite file it is in), got {type(baseline).__name__}")
     from evalnb.runner.api import load_run
     from evalnb.store import UnknownRunError, open_store
 
