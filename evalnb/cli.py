@@ -190,6 +190,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-failed", action="store_true",
                    help="also send again the samples that failed for their own reasons (a 400 for that prompt, "
                         "a grader error); by default only transport and provider failures and not-run samples are")
+    p.add_argument("--model", action="append", metavar="NAME[@BASE_URL][,api=chat][,label=X]",
+                   help="call this model instead of the stored ones (repeat for several; the same per-model "
+                        "options as `evalnb run --model`: api=, label=, base_url=, api_key_env=); for a run "
+                        "your evalnb did not record, the way to resume it with models you vouch for")
+    p.add_argument("--judge-model", metavar="NAME[@BASE_URL][,api=chat]",
+                   help="judge model instead of the stored one (the same options as --model)")
+    p.add_argument("--embedding-model", metavar="NAME[@BASE_URL]", help="embedding model instead of the stored one")
+    p.add_argument("--price", action="append", type=_price, default=[], metavar="NAME=INPUT,OUTPUT[,CACHED]",
+                   help="a given model's price in USD per 1M tokens (for a budget), NAME a --model, "
+                        "--judge-model or --embedding-model name (repeatable)")
     p.add_argument("--models-from-store", action="store_true",
                    help="a run your evalnb did not record (someone else's store): call the models the store names, "
                         "with the key variables it names; only for a store you trust")
@@ -517,11 +527,28 @@ def cmd_resume(args: argparse.Namespace) -> int:
     with _open_store() as store:
         run_id = _find_run(store, args.run_id)
     budget = {} if args.max_cost_usd is None else {"max_cost_usd": args.max_cost_usd}
+    given = _resume_models(args)
     return _finish(_interruptible(lambda: resume(run_id, concurrency=args.concurrency, force=args.force,
                                                  progress=False if args.no_progress else "text",
                                                  retry_failed=args.retry_failed, store=_STORE_FILE[0],
                                                  trust_stored_models=args.models_from_store,
-                                                 allow_paths_outside=args.allow_paths_outside, **budget)), args)
+                                                 allow_paths_outside=args.allow_paths_outside, **given,
+                                                 **budget)), args)
+
+
+def _resume_models(args: argparse.Namespace) -> dict[str, Any]:
+    """``resume``'s ``models=`` / ``judge_model=`` / ``embedding_model=`` from ``--model`` and the
+    others, in `evalnb run`'s per-model form (no global --api/--api-key-env/--base-url here)."""
+    plain = argparse.Namespace(api=None, api_key_env=None, base_url=None)
+    models = [_model(spec, plain, "model") for spec in args.model or []]
+    judge = _model(args.judge_model, plain, "judge_model") if args.judge_model else None
+    embedding = _model(args.embedding_model, plain, "embedding_model") if args.embedding_model else None
+    if args.price and not (models or judge or embedding):
+        raise CliError("--price names a model given with --model, --judge-model or --embedding-model")
+    models, judge, embedding = _priced(args.price, models, judge, embedding)
+    _check_keys([m for m in (*models, judge, embedding) if m is not None])
+    given = {"models": models or None, "judge_model": judge, "embedding_model": embedding}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:

@@ -692,9 +692,13 @@ class RunResult:
                           seed=seed, clusters=clusters, batch_metrics=self._batch_metrics(),
                           unclustered=_reasons(unclustered))
 
-    def diff(self, baseline: RunResult, *, task_id: str | Iterable[str] | None = None, confidence: float = 0.95,
-             cluster_by: str | None = None) -> pd.DataFrame:
+    def diff(self, baseline: RunResult | str, *, task_id: str | Iterable[str] | None = None, confidence: float = 0.95,
+             cluster_by: str | None = None, store: Store | str | os.PathLike[str] | None = None) -> pd.DataFrame:
         """This run against ``baseline`` (an earlier run of the same tasks), item by item.
+
+        ``baseline``: a `RunResult`, or a run id, ``"latest"`` or a run's name, looked up in
+        ``store`` (a `Store` or the path of a ``.sqlite`` file, e.g. one a colleague sent;
+        default: this run's own store). Reading it sends nothing anywhere.
 
         One row per (task_id, model, metric) in both runs; items pair by (task_id, model label,
         sample_index). A run with prompt variants pairs each variant with the baseline's same-named
@@ -715,9 +719,7 @@ class RunResult:
         from evalnb.results.compact import led
         from evalnb.results.diff import diff_scores
 
-        if not isinstance(baseline, RunResult):
-            raise TypeError(f"diff() needs the baseline RunResult (e.g. evalnb.load_run(run_id)), "
-                            f"got {type(baseline).__name__}")
+        baseline = _stored_baseline(baseline, self._store if store is None else store)
         tasks = self._chosen_tasks(task_id)
         clusters, unclustered = self._clusters(cluster_by, tasks)
         mine, theirs = self._scores, self._variants.against(baseline._scores, baseline._variants, baseline.title)
@@ -1095,3 +1097,25 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item") and not isinstance(value, (str, bytes, dict, list)):
         return value.item()  # numpy scalars
     return value
+
+
+def _stored_baseline(baseline: Any, store: Any) -> RunResult:
+    """A baseline given as a RunResult, or as a run id, ``"latest"`` or a run name in ``store``."""
+    if isinstance(baseline, RunResult):
+        return baseline
+    if not isinstance(baseline, str):
+        raise TypeError(f"diff() needs the baseline RunResult (e.g. evalnb.load_run(run_id)) or a run id "
+                        f"(with store= the .sqlite file it is in), got {type(baseline).__name__}")
+    from evalnb.runner.api import load_run
+    from evalnb.store import UnknownRunError, open_store
+
+    try:
+        return load_run(baseline, store=store)
+    except UnknownRunError:
+        opened = open_store(store)
+        runs = opened.list_runs()
+        named = list(runs.loc[runs["name"] == baseline, "run_id"])
+        if len(named) != 1:
+            what = "no run" if not named else f"{len(named)} runs"
+            raise UnknownRunError(f"{what} with the id or name {baseline!r} in {opened.path}") from None
+        return RunResult(opened, named[0])

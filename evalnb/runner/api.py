@@ -219,7 +219,7 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
                   max_cost_usd: Any = _KEEP, retry_failed: bool = False, trust_stored_models: bool = False,
                   allow_paths_outside: bool = False) -> "RunResult":
     from evalnb.runner.stored_run import stored_models, stored_suite
-    from evalnb.store import foreign_run, open_store
+    from evalnb.store import foreign_run, foreign_suite, open_store
 
     check_mode(progress)
     store = open_store(store)
@@ -240,7 +240,7 @@ async def aresume(run_id: str, *, models: Sequence[Any] | None = None, progress:
     models = stored_models(record, options, foreign=foreign, models=models, judge_model=judge_model,
                            embedding_model=embedding_model, trust_stored_models=trust_stored_models,
                            executor=executor)
-    suite = stored_suite(store, record, foreign=foreign,
+    suite = stored_suite(store, record, foreign=foreign or foreign_suite(record, store.suite_digest),
                          allow_paths_outside=allow_paths_outside)
     if judge_model is not None:
         options["judge_model"] = judge_model

@@ -152,12 +152,15 @@ class RunEngine:
         return result
 
     def _open_run(self) -> None:
-        from evalnb.store import sign_run
+        from evalnb.store import sign_run, suite_versions
 
         plan, store = self.plan, self.store
         suite = plan.suite
         manifest = suite.to_dict()
         store.save_suite(suite.version, manifest)
+        # what this run reads, as saved: signed below, so an edited suites row (before or after)
+        # does not pass as this run's suite on resume
+        digests = {suite.version: store.manifest_digest(manifest)}
         for m in plan.models + [x for x in (plan.judge_model, plan.embedding_model) if x is not None]:
             store.add_secrets(*m.secrets())
         args = dict(
@@ -192,8 +195,10 @@ class RunEngine:
         if plan.variants is not None:  # the suite as given (what `changes` and a resume read) and the slots
             base = plan.base_suite
             store.save_suite(base.version, base.to_dict())
+            digests[base.version] = store.manifest_digest(base.to_dict())
             summary["variants"] = {**plan.variants.record(), "base_version": base.version}
         summary = store.scrub(summary)
+        summary["suites"] = {v: digests[v] for v in suite_versions(suite.version, summary)}
         # signed with this user's secret: a resume sends keys only to models this evalnb recorded
         store.update_run(self.run_id, summary=sign_run(self.run_id, suite.version, summary), **named)
         self.progress.run_id = self.run_id

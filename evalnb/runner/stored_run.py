@@ -8,6 +8,11 @@ and refused unless the caller passes the models (``models=``, ``judge_model=``,
 ``embedding_model=``) or says ``trust_stored_models=True``; its suite is read like a manifest
 from a file: local paths resolve inside the folder the store came in (the project folder of a
 ``.evalnb/evalnb.sqlite``), unless ``allow_paths_outside=True``.
+
+The suite is judged apart from the models (`evalnb.store.foreign_suite`): the manifests sit in
+their own table, so a run of one's own whose stored suite no longer hashes to what was signed
+(edited by whoever held the project), or that was signed before suites were, keeps its models
+but has its suite confined like a foreign one.
 """
 
 from __future__ import annotations
@@ -43,8 +48,8 @@ def stored_models(record: dict[str, Any], options: dict[str, Any], *, foreign: b
                 f"run {record['run_id']} was not recorded by your evalnb (its model records are not signed by "
                 f"your key, {_key_hint()}): a resume would send requests, and your keys, where the store says: "
                 f"{lines}. Pass the models yourself (resume(..., models=[...], judge_model=..., "
-                "embedding_model=..., executor=...)), or trust_stored_models=True (CLI: --models-from-store) if you trust "
-                "who wrote this store")
+                "embedding_model=..., executor=...); CLI: evalnb resume --model NAME@URL,api_key_env=VAR ...), "
+                "or trust_stored_models=True (CLI: --models-from-store) if you trust who wrote this store")
         for role in ("judge_model", "embedding_model"):  # the stored ones are gone: never rebuilt unvouched
             if given[role] is None:
                 options[role] = None
@@ -55,7 +60,8 @@ def stored_models(record: dict[str, Any], options: dict[str, Any], *, foreign: b
 
 
 def stored_suite(store: Any, record: dict[str, Any], *, foreign: bool, allow_paths_outside: bool) -> Any:
-    """The run's suite: as recorded for a run of yours, confined like a manifest file for a foreign one."""
+    """The run's suite: as recorded for a run of yours, confined like a manifest file for a foreign
+    one (``foreign``: `evalnb.store.foreign_suite`, the run's or only its stored suite's)."""
     from evalnb.suite import Suite
     from evalnb.suite.paths import paths_outside
 
@@ -66,15 +72,32 @@ def stored_suite(store: Any, record: dict[str, Any], *, foreign: bool, allow_pat
     base_dir = (record.get("summary") or {}).get("base_dir")
     if not foreign or allow_paths_outside:
         return Suite.from_dict(manifest, base_dir=base_dir)
-    folder = store_folder(store)
+    why = _why_foreign(record)
+    # the run's own folder when its record is yours (signed), else the folder the store came in
+    own = base_dir is not None and why != _NOT_YOURS
+    folder = Path(base_dir) if own else store_folder(store)
     suite = Suite.from_dict(manifest, base_dir=folder)
     problems = paths_outside(suite.tasks, folder)
     if problems:
+        where = "the run's folder" if own else "the store's folder"
         for problem in problems:
-            problem["msg"] += (f" (run {record['run_id']} was not recorded by your evalnb: its paths resolve in "
-                               "the store's folder; resume(..., allow_paths_outside=True) lifts this)")
+            problem["msg"] += (f" (run {record['run_id']}'s stored suite is not one your evalnb signed: {why}; "
+                               f"its paths resolve in {where}; resume(..., allow_paths_outside=True) lifts this)")
         raise ManifestError(problems)
     return suite
+
+
+_NOT_YOURS = "the run was not recorded by your evalnb"
+
+
+def _why_foreign(record: dict[str, Any]) -> str:
+    from evalnb.store import foreign_run
+
+    if foreign_run(record):
+        return _NOT_YOURS
+    if not isinstance((record.get("summary") or {}).get("suites"), dict):
+        return "the run was recorded before evalnb signed suites"
+    return "the suites table was edited since the run was recorded"
 
 
 def _endpoint_text(endpoint: dict[str, Any]) -> str:

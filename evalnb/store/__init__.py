@@ -23,7 +23,7 @@ from evalnb.store._reuse import row_digest
 from evalnb.store._runs import MAX_EPOCHS, RUN_STATUSES, UnknownRunError, UnknownSuiteError, new_run_id
 from evalnb.store._schema import SCHEMA_VERSION
 from evalnb.store._store import Store, default_store_path, open_store
-from evalnb.store._trust import foreign_run, run_endpoints, sign_run, trust_key_path
+from evalnb.store._trust import foreign_run, foreign_suite, run_endpoints, sign_run, suite_versions, trust_key_path
 from evalnb.store._writer import StoreWriteError, StoreWriter
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "default_store_path",
     "epoch_request_key",
     "foreign_run",
+    "foreign_suite",
     "new_run_id",
     "open_store",
     "redact",
@@ -53,6 +54,7 @@ __all__ = [
     "run_signature",
     "sanitize_models",
     "sign_run",
+    "suite_versions",
     "text_hash",
     "trust_key_path",
 ]

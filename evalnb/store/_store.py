@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import os
 import threading
 import weakref
@@ -182,10 +184,24 @@ class Store(RunRecords, GradeReuse, PairwiseRecords):
         with self._transaction() as conn:
             conn.execute(
                 "INSERT INTO suites (version, manifest, created_at) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING",
-                # masked like every other text (a key pasted into grader code): as text, so no field is dropped
-                (version, self._redactor.text(canonical_json(dict(manifest))), _now()),
+                (version, self._suite_text(manifest), _now()),
             )
         return version
+
+    def _suite_text(self, manifest: Mapping[str, Any]) -> str:
+        # masked like every other text (a key pasted into grader code): as text, so no field is dropped
+        return self._redactor.text(canonical_json(dict(manifest)))
+
+    def manifest_digest(self, manifest: Mapping[str, Any]) -> str:
+        """SHA-256 hex of the text `save_suite` writes for ``manifest``: what a run signs as its
+        suite (not the row already stored, which may have been edited before this run saved)."""
+        return _digest(self._suite_text(manifest))
+
+    def suite_digest(self, version: str) -> str | None:
+        """SHA-256 hex of a suite version's stored manifest text (None if not stored): checked
+        against the run's signed digest before a resume trusts the stored suite."""
+        rows = self._rows("SELECT manifest FROM suites WHERE version = ?", (version,))
+        return _digest(str(rows[0][0])) if rows else None
 
     def get_suite(self, version: str) -> dict[str, Any]:
         """The stored manifest dict of a suite version."""
@@ -477,3 +493,7 @@ class Store(RunRecords, GradeReuse, PairwiseRecords):
         return [
             {"task_id": t, "model": m, "metrics": from_json(x), "error": e, "updated_at": u} for t, m, x, e, u in rows
         ]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

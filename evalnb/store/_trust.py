@@ -3,12 +3,20 @@
 Why: a store is data, and often someone else's. Its model records say where a resume sends
 requests and which environment variable's key goes with them; anyone can edit them with
 ``sqlite3``. So evalnb signs what a resume rebuilds (the run's models, judge and embedding
-models, options, suite version and folder) with an HMAC under a per-user secret, made on first
+models, options, suite version and folder, and a SHA-256 of each stored suite manifest it reads:
+``summary["suites"]``, with the prompt variants' record) with an HMAC under a per-user secret, made on first
 use with mode 0600 (``$EVALNB_TRUST_KEY``, else ``$XDG_CONFIG_HOME/evalnb/trust.key``, default
 ``~/.config/evalnb/trust.key``). It lives with the user, not in ``EVALNB_HOME``, whose default
 ``./.evalnb`` travels with a project a colleague hands over: their secret must not come with
 their store. A run whose record does not verify is *foreign*: `foreign_run` says what it
 would reach, and `resume` refuses it unless the caller passes the models again or trusts it.
+
+The manifests live in their own table, outside the signed record: someone handed a project
+could edit the suite of a run the owner signed and point its dataset at ``~/.netrc``. So a
+run's suite is trusted only when its stored text still hashes to what was signed
+(`foreign_suite`); otherwise its suite is read like a foreign one (paths confined) while its
+models stay the owner's. A run signed before suites were signed has no digests: its models
+verify as before (the payload is unchanged when ``suites`` is absent), its suite is foreign.
 """
 
 from __future__ import annotations
@@ -17,9 +25,9 @@ import hashlib
 import hmac
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["foreign_run", "trust_key_path", "run_endpoints", "sign_run"]
+__all__ = ["foreign_run", "foreign_suite", "trust_key_path", "run_endpoints", "sign_run"]
 
 _FIELD = "signed"  # the summary key holding the signature
 
@@ -57,8 +65,18 @@ def _secret(create: bool) -> bytes | None:
 def _payload(run_id: str, suite_version: str, summary: dict[str, Any]) -> bytes:
     from evalnb.store._keys import canonical_json
 
-    signed = {k: summary.get(k) for k in ("base_dir", "models", "options")}
+    keys = ("base_dir", "models", "options")
+    if "suites" in summary:  # signed since suites are: their digests and the variants' base version too
+        keys += ("suites", "variants")
+    signed = {k: summary.get(k) for k in keys}
     return canonical_json({"run_id": run_id, "suite_version": suite_version, **signed}).encode()
+
+
+def suite_versions(suite_version: str, summary: dict[str, Any]) -> list[str]:
+    """The stored suite versions a resume reads: the run's, and its variants' base suite."""
+    variants = summary.get("variants") if isinstance(summary.get("variants"), dict) else {}
+    base = variants.get("base_version")
+    return [suite_version] + ([base] if isinstance(base, str) and base != suite_version else [])
 
 
 def sign_run(run_id: str, suite_version: str, summary: dict[str, Any]) -> dict[str, Any]:
@@ -90,6 +108,21 @@ def run_endpoints(record: dict[str, Any]) -> list[dict[str, Any]]:
         found.append({"role": "executor", "name": executor.get("type"), "base_url": executor["address"],
                       "api_key_env": None})
     return found
+
+
+def foreign_suite(record: dict[str, Any], digest: Callable[[str], str | None]) -> bool:
+    """True unless the run is this user's (`foreign_run`) and the stored manifest a resume reads
+    (``digest(version)``: the store's `Store.suite_digest`) is the one its signature covers."""
+    if foreign_run(record):
+        return True
+    summary = record.get("summary") or {}
+    signed = summary.get("suites")
+    if not isinstance(signed, dict):  # signed before suites were
+        return True
+    variants = summary.get("variants") if isinstance(summary.get("variants"), dict) else {}
+    version = variants.get("base_version") or record["suite_version"]
+    given = signed.get(version)
+    return not isinstance(given, str) or not hmac.compare_digest(given, digest(version) or "")
 
 
 def foreign_run(record: dict[str, Any]) -> bool:

@@ -10,7 +10,8 @@ in), which adds an ``lm_eval`` field to each row; the manifest's templates only 
 
 - **Data**: ``dataset_path``/``dataset_name``/``dataset_kwargs`` -> a Hugging Face dataset
   (``dataset_paths`` maps a ``dataset_path`` to a local folder); evaluated split: ``test_split``,
-  else ``validation_split``.
+  else ``validation_split``. A local ``dataset_path`` must be in the task's folder (a relative
+  one is read from the YAML's folder), see `evalnb.suite.lm_eval_data_paths`.
 - **Few-shot**: ``num_fewshot`` (the argument wins); the pool is lm-eval's (``fewshot_split``,
   else the training, validation, then test split); ``first_n`` -> ``strategy: first`` (the
   same examples as lm-eval); the default sampler -> ``strategy: random, seed: 1234``: distinct
@@ -85,8 +86,10 @@ def suite_dict_from_lm_eval(
     limit_rows: int | None = None,
     allow_paths_outside: bool = False,
 ) -> dict[str, Any]:
-    """A manifest dict with one task per lm-eval task (groups and tags expanded). ``include:`` and
-    ``!function`` files stay in each task's folder unless ``allow_paths_outside=True``."""
+    """A manifest dict with one task per lm-eval task (groups and tags expanded). ``include:``,
+    ``!function`` and group member files, and local dataset folders, stay in each task's folder
+    unless ``allow_paths_outside=True`` (`evalnb.suite.lm_eval_data_paths`)."""
+    from evalnb.suite.lm_eval_data_paths import confined_dataset_paths
     from evalnb.suite.lm_eval_registry import resolve_tasks
 
     specs = resolve_tasks(tasks, allow_paths_outside=allow_paths_outside)
@@ -94,8 +97,10 @@ def suite_dict_from_lm_eval(
         raise LmEvalImportError(f"{tasks!r} names no lm-eval task")
     paths = {str(k): str(v) for k, v in (dataset_paths or {}).items()}
     return {
-        "tasks": [import_task(s.name, s.config, s.modules, num_fewshot=num_fewshot, dataset_paths=paths,
-                              limit_rows=limit_rows) for s in specs],
+        "tasks": [import_task(s.name, confined_dataset_paths(s.config, s.folder, s.root, paths,
+                                                             f"lm-eval task {s.name!r} ({s.source})"),
+                              s.modules, num_fewshot=num_fewshot, dataset_paths=paths, limit_rows=limit_rows)
+                  for s in specs],
         "metadata": {"source": "lm-eval", "lm_eval_version": _lm_eval_version()},
     }
 

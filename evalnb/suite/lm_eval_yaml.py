@@ -21,7 +21,7 @@ from typing import Any
 
 from evalnb.errors import LmEvalImportError
 
-__all__ = ["LmEvalYaml", "load_task_yaml"]
+__all__ = ["LmEvalYaml", "confine", "load_task_yaml"]
 
 
 @dataclass
@@ -53,6 +53,12 @@ class _Confine:
             return
         raise _error(where, f"{field} {text!r} {reason} ({self.root}); pass allow_paths_outside=True "
                             "(CLI: --allow-paths-outside) if you trust this task folder")
+
+
+def confine(root: str | Path | None) -> _Confine:
+    """The check that a path named in a task stays in ``root`` (None: anywhere): also used for a
+    group's ``task:`` members (`evalnb.suite.lm_eval_registry`)."""
+    return _Confine(None if root is None else Path(root).resolve())
 
 
 def load_task_yaml(path: str | Path, modules: dict[str, str] | None = None, *, root: str | Path | None = None,

@@ -259,3 +259,40 @@ def test_a_received_runs_ray_cluster_address_counts_as_an_endpoint(sent, mine):
     resumed = evalnb.resume(run_id, store=store, models=[_model(mine)], executor="local", max_cost_usd=None,
                             progress=False)
     assert resumed.status == "completed" and mine.request_count > 0
+
+
+def test_the_cli_resumes_a_received_run_with_the_models_the_receiver_passes(sent, listener, mine, capsys):
+    """``evalnb resume --model`` (the per-model form of ``evalnb run``): the receiver's own server
+    gets the calls with the receiver's key; the sender's listener hears nothing."""
+    from evalnb.cli import main
+
+    _, store, run_id = sent
+    spec = f"m@{mine.base_url},api=chat,api_key_env=OPENAI_API_KEY"
+    assert main(["resume", run_id, "--store", str(store), "--no-progress", "--model", spec,
+                 "--price", "m=1000,2000", "--max-cost-usd", "100"]) == 0
+    assert "completed" in capsys.readouterr().out
+    assert mine.request_count > 0
+    assert {r.headers.get("authorization") for r in mine.requests} == {f"Bearer {RECEIVER_KEY}"}
+    assert _heard(listener) == 0
+    with Store(store) as opened:
+        assert opened.get_run(run_id)["status"] == "completed"
+
+
+def test_diff_takes_a_baseline_run_id_in_a_received_store_file(sent, listener, mine):
+    """``result.diff(run_id, store=path)``: a baseline in a store someone sent, read, nothing sent."""
+    from evalnb.store import UnknownRunError
+
+    receiver, store, run_id = sent
+    own = evalnb.run(_suite(receiver / "own"), [_model(mine)], progress=False, name="mine-v1")
+    table = own.diff(run_id, store=str(store))
+    assert list(table["task_id"]) == ["t"] and int(table["n_pairs"].iloc[0]) > 0
+    assert table.attrs["baseline"] != table.attrs["run"]
+    with pytest.raises(UnknownRunError):  # not in the run's own store, where a bare id is looked up
+        own.diff(run_id)
+    again = evalnb.run(_suite(receiver / "own"), [_model(mine)], progress=False, reuse=False)
+    assert int(again.diff("mine-v1")["n_pairs"].iloc[0]) == 8  # by name, in the run's own store
+    received = evalnb.load_run(run_id, store=store)
+    from evalnb.store import default_store_path  # the receiver's own store, as a path
+
+    assert int(received.diff(own.run_id, store=default_store_path())["n_pairs"].iloc[0]) > 0
+    assert _heard(listener) == 0
