@@ -1106,13 +1106,18 @@ def _stored_baseline(baseline: Any, store: Any) -> RunResult:
     if not isinstance(baseline, str):
         raise TypeError(f"diff() needs the baseline RunResult (e.g. evalnb.load_run(run_id)) or a run id "
                         f"(with store= the .sqlite file it is in), got {type(baseline).__name__}")
-    from evalnb.runner.api import load_run
     from evalnb.store import UnknownRunError, open_store
 
+    opened = open_store(store)  # what evalnb.load_run does; importing it would make a cycle
+    run_id = opened.latest_run_id() if baseline == "latest" else baseline
     try:
-        return load_run(baseline, store=store)
+        if run_id is None:
+            raise UnknownRunError(f"no runs in {opened.path} yet, so there is no 'latest' run")
+        opened.get_run(run_id)
+        return RunResult(opened, run_id)
     except UnknownRunError:
-        opened = open_store(store)
+        if baseline == "latest":
+            raise
         runs = opened.list_runs()
         named = list(runs.loc[runs["name"] == baseline, "run_id"])
         if len(named) != 1:
