@@ -42,9 +42,9 @@ CHOICES = ["(A)", "(B)", "(C)", "(D)"]
 def _task(root: Path) -> Path:
     rows = [{"Question": f"Which is item {i}?", "Incorrect Answer 1": f"wrong a{i}", "Incorrect Answer 2": f"wrong b{i}",
              "Incorrect Answer 3": f"wrong c{i}", "Correct Answer": f"right {i}"} for i in range(8)]
-    data = mirror(root / "hf", "shuffled_mc", {None: {"train": rows}})
     folder = root / "task"
     folder.mkdir()
+    data = mirror(folder / "hf", "shuffled_mc", {None: {"train": rows}})  # a local dataset stays in the task folder
     (folder / "utils.py").write_text(UTILS)
     (folder / "shuffled_mc.yaml").write_text(
         f"task: shuffled_mc\ndataset_path: {data}\ntest_split: train\noutput_type: multiple_choice\n"
